@@ -1,0 +1,1 @@
+"""Requirement contracts (YAML), one file per artifact type."""

@@ -1,0 +1,264 @@
+"""Artifact content types: the typed vocabulary skills exchange.
+
+An artifact is ``(type, content, metadata, provenance)``; ``content`` is one of the pydantic
+models below, serialized as JSON. Large payloads (PNG media, HDF5 arrays) live in the blob
+store and are referenced here by content hash.
+
+``VISIBLE_FIELDS`` names what a model under evaluation may see; everything else is hidden.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ArtifactContent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    TYPE: ClassVar[str] = ""
+    VISIBLE_FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.TYPE = cls.__name__
+        ARTIFACT_TYPES[cls.__name__] = cls
+
+
+ARTIFACT_TYPES: dict[str, type[ArtifactContent]] = {}
+
+
+def content_type(name: str) -> type[ArtifactContent]:
+    from forge.errors import DefinitionError
+
+    try:
+        return ARTIFACT_TYPES[name]
+    except KeyError:
+        raise DefinitionError(f"unknown artifact type {name!r}; known: {sorted(ARTIFACT_TYPES)}") from None
+
+
+# --- S1 ---------------------------------------------------------------------------------
+
+
+class TemplateRef(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    path: str
+
+
+class Blueprint(ArtifactContent):
+    """Capability targets, question types, resources and output schema for one benchmark."""
+
+    name: str
+    version: str
+    seed: int
+    track: str
+    items_target: int
+    capabilities: list[str]
+    question_types: list[str]
+    capability_targets: dict[str, int]
+    templates: list[TemplateRef]
+    sources: list[dict[str, Any]]
+    gates: dict[str, Any]
+    output_schema: str = "oe-item/1"
+    intent_hash: str
+
+
+# --- S2 ---------------------------------------------------------------------------------
+
+
+class ObjectSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    category: str
+    color: str
+    rgba: list[float]
+    urdf: str
+    scale: float
+    xy: list[float]
+    yaw: float
+
+
+class CameraSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    index: int
+    target: list[float]
+    distance: float
+    yaw: float
+    pitch: float
+    fov: float
+    width: int
+    height: int
+    near: float = 0.05
+    far: float = 5.0
+
+
+class SceneSpec(ArtifactContent):
+    """A seeded, fully parameterized scene: what to load where, and where to look from."""
+
+    source_kind: str
+    scene_index: int
+    seed: int
+    robot: str
+    objects: list[ObjectSpec]
+    cameras: list[CameraSpec]
+
+
+class ViewRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    index: int
+    rgb: str = Field(description="blob hash of the RGB PNG")
+    width: int
+    height: int
+    intrinsics: dict[str, float]
+    view_matrix: list[float] = Field(description="world-to-camera, column-major 4x4 as pybullet returns it")
+    camera_position: list[float]
+    near: float
+    far: float
+
+
+class ObjectState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    category: str
+    color: str
+    body: int
+    position: list[float]
+    orientation: list[float]
+    aabb_min: list[float]
+    aabb_max: list[float]
+
+
+class SourceRecord(ArtifactContent):
+    """Observations collected in a simulator or read from a dataset."""
+
+    source_kind: str
+    simulator: str
+    scene_index: int
+    views: list[ViewRecord]
+    arrays: str = Field(description="blob hash of the HDF5 file with raw depth and segmentation per view")
+    objects: list[ObjectState]
+
+
+# --- S3 ---------------------------------------------------------------------------------
+
+
+class ObjectViewFact(BaseModel):
+    """What one view shows of one object, measured from simulator ground truth."""
+
+    model_config = ConfigDict(extra="forbid")
+    object: str
+    view: int
+    visible_pixels: int
+    in_frustum: bool
+    bbox_2d: list[int] | None = None
+    center_2d: list[float] | None = None
+    median_depth: float | None = None
+    projected_center: list[float] | None = None
+
+
+class EvidenceObject(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    category: str
+    color: str
+    position: list[float]
+    box_3d_min: list[float]
+    box_3d_max: list[float]
+
+
+class EvidenceView(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    index: int
+    rgb: str
+    width: int
+    height: int
+
+
+class EvidenceRecord(ArtifactContent):
+    """Registered facts of one scene, each traceable to a view of a source record."""
+
+    source: str = Field(description="artifact id of the SourceRecord the facts were measured on")
+    scene_index: int
+    views: list[EvidenceView]
+    objects: list[EvidenceObject]
+    facts: list[ObjectViewFact]
+
+
+# --- S4 ---------------------------------------------------------------------------------
+
+
+class Template(ArtifactContent):
+    """An expert question template: evidence slots, answer rule, options, realizations."""
+
+    id: str
+    version: int
+    capability: str
+    question_type: str
+    scope: str
+    slots: dict[str, Any]
+    answer_rule: dict[str, Any]
+    admission: dict[str, Any]
+    options: dict[str, Any]
+    realizations: list[str]
+    media: dict[str, Any]
+    scoring: dict[str, Any]
+    max_per_evidence: int
+    file: str
+    file_hash: str
+
+
+class Binding(ArtifactContent):
+    """A template's slots filled with registered evidence, and the answer those facts imply."""
+
+    template: str
+    template_artifact: str
+    evidence: str
+    scene_index: int
+    view: int | None
+    slots: dict[str, Any]
+    answer: str
+    derivation: dict[str, Any]
+    admission_scores: dict[str, float]
+    variant: int
+    presentation: dict[str, Any] = Field(description="what realization needs: texts, option rules, media sources, markers")
+
+
+class MediaRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    blob: str
+    role: str
+    label: str
+
+
+class OEItem(ArtifactContent):
+    """An Offline-EQA item: what the model sees, and the hidden key that scores it."""
+
+    VISIBLE_FIELDS: ClassVar[tuple[str, ...]] = (
+        "question", "options", "media", "response_format", "question_type", "capability",
+    )
+
+    question: str
+    options: list[str]
+    media: list[MediaRef]
+    response_format: str
+    question_type: str
+    capability: str
+    answer: str
+    answer_index: int | None
+    scoring: dict[str, Any]
+    template: str
+    binding: str
+    evidence: str
+    derivation: dict[str, Any]
+
+
+class Package(ArtifactContent):
+    """A release: file name -> blob hash, counts, and the manifest."""
+
+    name: str
+    version: str
+    files: dict[str, str]
+    counts: dict[str, Any]
+    manifest: str

@@ -1,0 +1,65 @@
+"""Audit: an artifact's whole lineage back to its sources, with every skill run, code
+version, parameter set, data file, verification record and gate decision."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from forge.refs import resolve
+from forge.store import Store
+
+_TYPE_ORDER = ["Blueprint", "SceneSpec", "SourceRecord", "EvidenceRecord", "Template", "Binding", "OEItem", "Package"]
+
+
+def audit(store: Store, ref: str) -> dict[str, Any]:
+    target = resolve(store, ref)[0]
+    ancestors = store.ancestors([target])
+    ids = [target, *sorted(ancestors)]
+    arts = store.artifacts(ids)
+    runs = store.runs_for_artifacts(ids)
+    verifications = store.verifications(ids)
+    gates = store.gate_decisions_for(ids + [arts[target].content.get("template", "")])
+    parents: dict[str, list[dict[str, str]]] = {}
+    for p, c, role in store.parents(ids):
+        parents.setdefault(c, []).append({"parent": p, "role": role})
+    lineage = []
+    for aid in ids:
+        a = arts[aid]
+        r = runs.get(aid, {})
+        lineage.append({
+            "id": aid, "type": a.type, "status": a.status, "skill": a.skill, "stage": r.get("stage"),
+            "code_version": r.get("code_version"), "module_version": r.get("module_version"),
+            "params": r.get("params"), "data_files": r.get("data_files"), "run_key": a.run_key,
+            "started_at": r.get("started_at"), "ended_at": r.get("ended_at"),
+            "parents": sorted(parents.get(aid, []), key=lambda x: (x["role"], x["parent"])),
+            "verifications": verifications.get(aid, []),
+            "gate_decisions": gates.get(aid, []),
+            "summary": _summarize(a.type, a.content),
+        })
+    lineage.sort(key=lambda x: (_TYPE_ORDER.index(x["type"]) if x["type"] in _TYPE_ORDER else 99, x["id"]))
+    target_art = arts[target]
+    sources = [x for x in lineage if not x["parents"]]
+    data_files = sorted({label for x in lineage for label in (x["data_files"] or {})})
+    template_gates = gates.get(target_art.content.get("template", ""), [])
+    return {"artifact": target, "type": target_art.type, "status": target_art.status,
+            "content": target_art.content, "lineage": lineage,
+            "sources": [{"id": s["id"], "type": s["type"], "skill": s["skill"]} for s in sources],
+            "data_files": data_files, "template_gate_decisions": template_gates}
+
+
+def _summarize(type_name: str, content: dict[str, Any]) -> str:
+    if type_name == "OEItem":
+        return f"{content['question']} -> {content['answer']}"
+    if type_name == "Binding":
+        return f"{content['template']} slots={content['slots']} answer={content['answer']}"
+    if type_name == "Template":
+        return f"{content['id']} v{content['version']} ({content['file']})"
+    if type_name == "EvidenceRecord":
+        return f"scene {content['scene_index']}: {len(content['facts'])} facts from source {content['source'][:12]}"
+    if type_name == "SourceRecord":
+        return f"{content['simulator']} scene {content['scene_index']}: {len(content['views'])} views, {len(content['objects'])} objects"
+    if type_name == "SceneSpec":
+        return f"scene {content['scene_index']} seed {content['seed']}: {', '.join(o['name'] for o in content['objects'])}"
+    if type_name == "Blueprint":
+        return f"{content['name']} {content['version']}: {content['items_target']} items, {content['capabilities']}"
+    return type_name

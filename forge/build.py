@@ -1,0 +1,107 @@
+"""One build: intent -> workflow -> stage loop -> package, with a summary of what ran."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forge.contracts import ContractBook
+from forge.control import StageRunner, stage_graph
+from forge.errors import ForgeError
+from forge.executor import Executor
+from forge.gates import GateLog
+from forge.intent import LoadedIntent, load_intent
+from forge.packaging import export
+from forge.planner import compose, extra_contract_dirs
+from forge.progress import Progress
+from forge.refs import forced_run_keys, resolve
+from forge.skills import discover
+from forge.store import Store
+
+
+@dataclass
+class BuildOptions:
+    store_dir: Path | None = None
+    out_dir: Path = Path("packages_out")
+    rebuild_from: list[str] = field(default_factory=list)
+    workers: int = 0  # 0: one per CPU core
+    progress: bool = True
+
+
+def default_store_dir(intent_path: Path) -> Path:
+    return intent_path.resolve().parent / ".forge"
+
+
+def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[str, Any]:
+    options = options or BuildOptions()
+    loaded = load_intent(intent_path)
+    registry = discover()
+    workflow = compose(loaded, registry)  # type and precondition errors surface here, before any work
+    contracts = ContractBook.load(extra_contract_dirs(loaded))
+    store_dir = options.store_dir or default_store_dir(loaded.path)
+    t0 = time.perf_counter()
+    with Store(store_dir) as store:
+        build_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        force_keys: set[str] = set()
+        for ref in options.rebuild_from:
+            force_keys |= forced_run_keys(store, resolve(store, ref))
+        store.begin_build(build_id, str(loaded.path), loaded.content_hash)
+        progress = Progress(enabled=options.progress)
+        workers = options.workers or (os.cpu_count() or 1)
+        executor = Executor(store, contracts, build_id, workers=workers, progress=progress,
+                            force=(lambda inv: inv.run_key in force_keys) if force_keys else None)
+        log = GateLog(build_id)
+        runner = StageRunner(workflow, executor, store, loaded.intent.gates.model_dump(), progress, log)
+        try:
+            state = stage_graph(runner).invoke({"ids": {}, "stage_seconds": {}, "notes": []})
+            pkg = executor.load(state["ids"]["Package"][0])
+            path, written = export(store, pkg, Path(options.out_dir))
+        except ForgeError as exc:
+            log.flush(store)
+            store.end_build(build_id, "failed", {"error": str(exc)})
+            raise
+        finally:
+            executor.close()
+            progress.close()
+        summary = _summary(runner, state, build_id, store_dir, path, written, time.perf_counter() - t0, pkg)
+        store.end_build(build_id, "ok", summary)
+    return summary
+
+
+def _summary(runner: StageRunner, state: dict[str, Any], build_id: str, store_dir: Path, path: Path,
+             written: bool, seconds: float, pkg) -> dict[str, Any]:
+    res = runner.results
+    stats = runner.item_stats
+    accepted = stats.get("accepted", [])
+    rejected = len(stats.get("contract_rejected", [])) + len(stats.get("grey_held", [])) + len(stats.get("blind_held", []))
+    return {
+        "build_id": build_id,
+        "store": str(store_dir),
+        "skills_executed": sum(r.executed for r in res.values()),
+        "skills_failed": sum(r.failed for r in res.values()),
+        "artifacts_reused": sum(r.reused for r in res.values()),
+        "artifacts_created": sum(r.created for r in res.values()),
+        "artifacts_reverified": sum(r.reverified for r in res.values()),
+        "items_candidates": stats.get("candidates", 0),
+        "items_accepted": len(accepted),
+        "items_rejected": rejected,
+        "items_released": pkg.counts["items"],
+        "rejections": {"contracts": len(stats.get("contract_rejected", [])),
+                       "gate_A": len(stats.get("grey_held", [])), "gate_C1": len(stats.get("blind_held", []))},
+        "gates": runner.log.counts,
+        "templates": {t: {"grey_batch": "pass" if ok else "fail",
+                          "blind": {k: runner.blind_reports.get(t, {}).get(k)
+                                    for k in ("items", "chance", "best_solver", "best_accuracy", "flagged")}}
+                      for t, ok in sorted(runner.grey.items())},
+        "nodes": {role: {"executed": r.executed, "reused": r.reused, "created": r.created, "rejected": len(r.rejected),
+                         "failed": r.failed, "seconds": round(r.seconds, 3)} for role, r in res.items()},
+        "errors": [e for r in res.values() for e in r.errors][:20],
+        "stage_seconds": {k: round(v, 3) for k, v in sorted(state.get("stage_seconds", {}).items())},
+        "seconds": round(seconds, 3),
+        "package_path": str(path),
+        "package_written": written,
+    }

@@ -1,0 +1,236 @@
+"""The ``forge`` command line. User errors print one clear message (no traceback) and exit
+with the error's code; ``--json`` prints machine-readable output on stdout."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from forge.errors import ForgeError, StoreError
+
+
+def _emit(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
+    if as_json:
+        click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+    else:
+        render(data)
+
+
+def _guard(fn: Callable[[], None]) -> None:
+    try:
+        fn()
+    except ForgeError as exc:
+        click.echo(f"forge: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("forge: interrupted; run the same command again to resume", err=True)
+        sys.exit(130)
+
+
+def _store_for(store: str | None, intent: str | None) -> Path:
+    if store:
+        return Path(store)
+    if intent:
+        from forge.build import default_store_dir
+
+        return default_store_dir(Path(intent))
+    return Path(".forge")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="forge-bench")
+def main() -> None:
+    """forge: build verified embodied-AI benchmarks from an evaluation intent."""
+
+
+def _build_options(store: str | None, out: str, workers: int, quiet: bool, as_json: bool, rebuild_from=()):
+    from forge.build import BuildOptions
+
+    return BuildOptions(store_dir=Path(store) if store else None, out_dir=Path(out), workers=workers,
+                        progress=not (quiet or as_json), rebuild_from=list(rebuild_from))
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(stderr=False)
+    t = Table(title=f"forge build {s['build_id']}", show_header=False)
+    for key in ("skills_executed", "skills_failed", "artifacts_created", "artifacts_reused", "items_candidates",
+                "items_accepted", "items_rejected", "items_released", "seconds"):
+        t.add_row(key.replace("_", " "), str(s[key]))
+    console.print(t)
+    g = Table(title="gates", show_header=True)
+    for col in ("gate", "pass", "fail"):
+        g.add_column(col)
+    for gate, counts in sorted(s["gates"].items()):
+        g.add_row(gate, str(counts.get("pass", 0)), str(counts.get("fail", 0)))
+    console.print(g)
+    flagged = [t for t, v in s["templates"].items() if v["grey_batch"] == "fail" or v["blind"].get("flagged")]
+    if flagged:
+        console.print(f"[yellow]templates held back:[/yellow] {', '.join(flagged)}")
+    for e in s["errors"][:5]:
+        console.print(f"[red]failed:[/red] {e}")
+    console.print(f"package: [bold]{s['package_path']}[/bold]")
+
+
+@main.command()
+@click.argument("intent", type=click.Path(dir_okay=False))
+@click.option("--store", type=click.Path(file_okay=False), help="store folder (default: .forge next to the intent)")
+@click.option("--out", default="packages_out", show_default=True, type=click.Path(file_okay=False), help="package output folder")
+@click.option("--workers", default=0, show_default=True, help="worker processes for parallel skills (0: one per core)")
+@click.option("--quiet", is_flag=True, help="no progress output")
+@click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+def build(intent: str, store: str | None, out: str, workers: int, quiet: bool, as_json: bool) -> None:
+    """Plan, collect, structure, synthesize, verify and package the benchmark of INTENT."""
+    def run() -> None:
+        from forge.build import build as do_build
+
+        summary = do_build(intent, _build_options(store, out, workers, quiet, as_json))
+        _emit(summary, as_json, _print_summary)
+    _guard(run)
+
+@main.command()
+@click.option("--from", "ref", required=True, help="artifact id (prefix), template id, skill name or stage S1-S5")
+@click.argument("intent", required=False, type=click.Path(dir_okay=False))
+@click.option("--store", type=click.Path(file_okay=False))
+@click.option("--out", default="packages_out", show_default=True, type=click.Path(file_okay=False))
+@click.option("--workers", default=0, show_default=True)
+@click.option("--quiet", is_flag=True)
+@click.option("--json", "as_json", is_flag=True)
+def rebuild(ref: str, intent: str | None, store: str | None, out: str, workers: int, quiet: bool, as_json: bool) -> None:
+    """Force re-execution from REF and its descendants only, then finish the build."""
+    def run() -> None:
+        from forge.build import build as do_build
+        from forge.store import Store
+
+        store_dir = _store_for(store, intent)
+        intent_path = intent
+        if intent_path is None:
+            with Store(store_dir, read_only=True) as s:
+                row = s.execute("SELECT intent_path FROM builds ORDER BY started_at DESC LIMIT 1").fetchone()
+            if row is None:
+                raise StoreError(f"{store_dir}: no build recorded; give the intent file")
+            intent_path = row[0]
+        summary = do_build(intent_path, _build_options(str(store_dir), out, workers, quiet, as_json, [ref]))
+        _emit(summary, as_json, _print_summary)
+    _guard(run)
+
+
+@main.command()
+@click.argument("intent", required=False, type=click.Path(dir_okay=False))
+@click.option("--store", type=click.Path(file_okay=False), help="store folder (default: .forge next to the intent, else ./.forge)")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--all", "show_all", is_flag=True, help="list every stale artifact")
+def status(intent: str | None, store: str | None, as_json: bool, show_all: bool) -> None:
+    """What is stale since the last build, and why (code / data / dependency / contract)."""
+    def run() -> None:
+        from forge.status import stale_report
+        from forge.store import Store
+
+        with Store(_store_for(store, intent), read_only=True) as s:
+            report = stale_report(s)
+
+        def render(r: dict[str, Any]) -> None:
+            if r["build_id"] is None:
+                click.echo(r["message"])
+                return
+            click.echo(f"last build {r['build_id']} ({r['artifacts_in_build']} artifacts) from {r['intent']}")
+            if not r["stale_artifacts"]:
+                click.echo("nothing is stale: the next build executes no skill")
+                return
+            click.echo(f"{r['stale_artifacts']} stale artifacts:")
+            for c in r["causes"]:
+                types = ", ".join(f"{n} {t}" for t, n in c["types"].items())
+                click.echo(f"  [{c['cause']}] {c['root']}: {types}")
+            if show_all:
+                for a in r["artifacts"]:
+                    click.echo(f"    {a['id']}  {a['type']:<15} {a['cause']:<10} {a['root']}")
+        _emit(report, as_json, render)
+    _guard(run)
+
+
+@main.command()
+@click.argument("item_id")
+@click.option("--store", type=click.Path(file_okay=False))
+@click.option("--intent", type=click.Path(dir_okay=False), help="find the store next to this intent")
+@click.option("--json", "as_json", is_flag=True)
+def audit(item_id: str, store: str | None, intent: str | None, as_json: bool) -> None:
+    """The lineage of ITEM_ID (or any artifact id prefix) back to its sources."""
+    def run() -> None:
+        from forge.audit import audit as do_audit
+        from forge.store import Store
+
+        with Store(_store_for(store, intent), read_only=True) as s:
+            report = do_audit(s, item_id)
+
+        def render(r: dict[str, Any]) -> None:
+            click.echo(f"{r['type']} {r['artifact']} [{r['status']}]")
+            for x in r["lineage"]:
+                failed = [v["requirement"] for v in x["verifications"] if not v["passed"]]
+                checks = f"{len(x['verifications'])} checks" + (f", failed {failed}" if failed else ", all passed")
+                click.echo(f"  {x['type']:<15} {x['id'][:16]}  {x['skill']}  code {str(x['code_version'])[:10]}  {checks}")
+                click.echo(f"      {x['summary']}")
+                for g in x["gate_decisions"]:
+                    click.echo(f"      gate {g['gate']}: {g['decision']}")
+            click.echo("sources: " + ", ".join(f"{s['type']} {s['id'][:16]}" for s in r["sources"]))
+            click.echo("data files: " + ", ".join(r["data_files"]))
+        _emit(report, as_json, render)
+    _guard(run)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+def skills(as_json: bool) -> None:
+    """The registered skills with their typed signatures."""
+    def run() -> None:
+        from forge.skills import discover
+
+        rows = [{"name": s.name, "stage": s.stage, "inputs": {i.name: (f"list[{i.type}]" if i.many else i.type) for i in s.inputs},
+                 "output": s.output, "module": s.module, "code_version": s.module_version(),
+                 "requires": list(s.requires), "parallel": s.parallel, "description": s.description}
+                for s in discover()]
+
+        def render(rs: list[dict[str, Any]]) -> None:
+            for r in rs:
+                ins = ", ".join(f"{k}: {v}" for k, v in r["inputs"].items())
+                click.echo(f"{r['stage']}  {r['name']:<34} ({ins}) -> list[{r['output']}]")
+                click.echo(f"      {r['description']}")
+        _emit(rows, as_json, render)
+    _guard(run)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+def resources(as_json: bool) -> None:
+    """Sources and simulators known here, and whether each is available on this machine."""
+    def run() -> None:
+        from forge.resources import describe
+
+        def render(rs: list[dict[str, Any]]) -> None:
+            for r in rs:
+                mark = "available" if r["available"] else f"unavailable: {r['reason']}"
+                click.echo(f"{r['kind']:<22} track {r['track']}  {mark}\n      {r['description']}")
+        _emit(describe(), as_json, render)
+    _guard(run)
+
+
+@main.command("intent-schema")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write to this file instead of stdout")
+def intent_schema(output: str | None) -> None:
+    """Write the JSON schema of intent.yaml (for editor validation)."""
+    from forge.intent import intent_json_schema
+
+    text = json.dumps(intent_json_schema(), indent=2)
+    if output:
+        Path(output).write_text(text + "\n")
+    else:
+        click.echo(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""The stage loop as a LangGraph ``StateGraph``.
+
+Nodes are the stages S1-S5; the graph state carries artifact ids per type, never payloads.
+The DuckDB store is the source of truth, so a killed build resumes by simply running again:
+every invocation already stored is reused and only the missing ones execute.
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from typing import Annotated, Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+from forge.artifact_types import Binding, OEItem, Template
+from forge.errors import ContractError, DefinitionError, SkillExecutionError
+from forge.executor import Executor, NodeResult
+from forge.gates import GateLog, blind_evaluation, grey_batches, judge_grey_batch, screen_invalid
+from forge.planner import Workflow
+from forge.progress import Progress
+from forge.store import Store
+
+
+def _merge(a: dict[str, list[str]], b: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {**a, **b}
+
+
+class BuildState(TypedDict, total=False):
+    ids: Annotated[dict[str, list[str]], _merge]  # artifact type -> verified ids handed downstream
+    stage_seconds: Annotated[dict[str, float], _merge]
+    notes: Annotated[list[str], operator.add]
+
+
+class StageRunner:
+    """Runs the workflow's nodes stage by stage and applies the gates between them."""
+
+    def __init__(self, workflow: Workflow, executor: Executor, store: Store, gate_settings: dict[str, Any],
+                 progress: Progress, gate_log: GateLog) -> None:
+        self.workflow = workflow
+        self.executor = executor
+        self.store = store
+        self.gates = gate_settings
+        self.progress = progress
+        self.log = gate_log
+        self.results: dict[str, NodeResult] = {}
+        self.item_stats: dict[str, Any] = {}
+        self.blind_reports: dict[str, dict] = {}
+        self.grey: dict[str, bool] = {}
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _run(self, role: str, available: dict[str, list[str]], *, only: set[str] | None = None,
+             label: str | None = None) -> NodeResult:
+        node = self.workflow.node(role)
+        invs = self.executor.invocations(node, available)
+        if only is not None:
+            invs = [i for i in invs if set(i.input_ids) & only]
+        result = self.executor.run(invs, label=label or f"{node.stage} {node.skill.name}")
+        agg = self.results.setdefault(role, NodeResult())
+        agg.merge(result)
+        if invs and not result.verified and result.errors:
+            raise SkillExecutionError(result.errors[0])
+        return result
+
+    def _require(self, role: str, result: NodeResult, what: str) -> None:
+        if result.verified:
+            return
+        if result.rejected:
+            failed = self.store.execute(
+                "SELECT requirement_id, diagnostics FROM verifications WHERE artifact_id = ? AND NOT passed "
+                "AND severity = 'blocking' ORDER BY requirement_id", [result.rejected[0]]).fetchall()
+            detail = "; ".join(f"{r}: {d}" for r, d in failed) or "see `forge audit`"
+            raise ContractError(f"every {what} failed its contract (e.g. {result.rejected[0][:12]}: {detail})")
+        raise SkillExecutionError(f"role {role!r} produced no {what}")
+
+    def _timed(self, stage: str, fn, state: BuildState) -> dict[str, Any]:
+        self.progress.stage(f"{stage} {_STAGE_TITLES[stage]}")
+        t0 = time.perf_counter()
+        update = fn(state)
+        update.setdefault("stage_seconds", {})[stage] = time.perf_counter() - t0
+        return update
+
+    # -- stages ---------------------------------------------------------------------------
+
+    def s1_blueprint(self, state: BuildState) -> dict[str, Any]:
+        r = self._run("blueprint", {})
+        self._require("blueprint", r, "blueprint")
+        return {"ids": {"Blueprint": r.verified}}
+
+    def s2_collect(self, state: BuildState) -> dict[str, Any]:
+        ids = state["ids"]
+        plan = self._run("plan", ids)
+        self._require("plan", plan, "scene specification")
+        src = self._run("collect", {**ids, "SceneSpec": plan.verified})
+        self._require("collect", src, "source record")
+        return {"ids": {"SceneSpec": plan.verified, "SourceRecord": src.verified}}
+
+    def s3_structure(self, state: BuildState) -> dict[str, Any]:
+        ev = self._run("structure", state["ids"])
+        self._require("structure", ev, "evidence record")
+        return {"ids": {"EvidenceRecord": ev.verified}}
+
+    def s4_synthesize(self, state: BuildState) -> dict[str, Any]:
+        ids = state["ids"]
+        tpl = self._run("template", ids)
+        self._require("template", tpl, "template")
+        self._check_coverage(tpl.verified)
+        bind = self._run("bind", {**ids, "Template": tpl.verified})
+        self._require("bind", bind, "binding")
+        bindings = {bid: self.executor.load(bid) for bid in bind.verified}
+        self.executor.preload(bind.verified)
+        grey, rest = grey_batches(bindings, self.gates["grey_batch"])
+        items_ok: list[str] = []
+        items_bad: list[str] = []
+        # Gate A: a small batch per template first; only templates that pass get full synthesis.
+        enabled = []
+        for template, bids in sorted(grey.items()):
+            r = self._run("realize", {"Binding": bids}, label=f"S4 grey batch {template}")
+            items_ok += r.verified
+            items_bad += r.rejected
+            if judge_grey_batch(self.log, template, r.verified, r.rejected, self.gates["grey_min_valid"]):
+                enabled.append(template)
+            self.grey[template] = template in enabled
+        full = [b for t in enabled for b in rest[t]]
+        r = self._run("realize", {"Binding": full}, label="S4 synthesize.realize_item")
+        items_ok += r.verified
+        items_bad += r.rejected
+        disabled = {t for t in grey if t not in enabled}
+        kept = [i for i in items_ok if self.executor.load(i).template not in disabled]
+        held = [i for i in items_ok if self.executor.load(i).template in disabled]
+        self.item_stats.update({"candidates": len(items_ok) + len(items_bad), "contract_rejected": items_bad,
+                                "grey_held": held})
+        return {"ids": {"Template": tpl.verified, "Binding": bind.verified, "OEItem": kept}}
+
+    def s5_verify_package(self, state: BuildState) -> dict[str, Any]:
+        ids = state["ids"]
+        items = {i: self.executor.load(i) for i in ids["OEItem"]}
+        rejected_ids = self.item_stats.get("contract_rejected", [])
+        self.executor.preload(rejected_ids)
+        failed = self._failed_requirements(rejected_ids)
+        rejected = {i: (self.executor.load(i).template, failed.get(i, [])) for i in rejected_ids}
+        passed_b1 = screen_invalid(self.log, items, rejected)
+        accepted, self.blind_reports = blind_evaluation(self.log, {i: items[i] for i in passed_b1}, self.gates)
+        self.item_stats["accepted"] = accepted
+        self.item_stats["blind_held"] = sorted(set(passed_b1) - set(accepted))
+        self.log.flush(self.store)
+        if not accepted:
+            raise ContractError("no item passed the quality gates; see `forge status` and the gate decisions")
+        pkg = self._run("package", {"Blueprint": ids["Blueprint"], "OEItem": accepted})
+        self._require("package", pkg, "package")
+        return {"ids": {"Package": pkg.verified}}
+
+    def _check_coverage(self, template_ids: list[str]) -> None:
+        bp = self.executor.load(self.workflow_blueprint_id())
+        templates: list[Template] = [self.executor.load(t) for t in template_ids]
+        caps = {t.capability for t in templates}
+        qts = {t.question_type for t in templates}
+        missing = [f"capability {c!r}" for c in bp.capabilities if c not in caps]
+        missing += [f"question type {q!r}" for q in bp.question_types if q not in qts]
+        if missing:
+            raise DefinitionError(
+                f"no verified template covers {', '.join(missing)} for source {bp.sources[0]['kind']!r}",
+                hint="remove it from the intent, or add a template for it (intent field templates_dirs)",
+            )
+
+    def workflow_blueprint_id(self) -> str:
+        return self.results["blueprint"].verified[0]
+
+    def _failed_requirements(self, ids: list[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        if not ids:
+            return out
+        rows = self.store._ids_query(
+            "SELECT artifact_id, requirement_id FROM verifications WHERE artifact_id IN (SELECT id FROM _ids) "
+            "AND NOT passed AND severity = 'blocking' ORDER BY requirement_id", ids)
+        for aid, req in rows:
+            out.setdefault(aid, []).append(req)
+        return out
+
+
+_STAGE_TITLES = {"S1": "intent blueprinting", "S2": "data collection", "S3": "evidence structuring",
+                 "S4": "benchmark synthesis", "S5": "verification and packaging"}
+
+
+def stage_graph(runner: StageRunner):
+    """S1 -> S2 -> S3 -> S4 -> S5, compiled; each node returns ids only."""
+    graph = StateGraph(BuildState)
+    steps = [("S1", runner.s1_blueprint), ("S2", runner.s2_collect), ("S3", runner.s3_structure),
+             ("S4", runner.s4_synthesize), ("S5", runner.s5_verify_package)]
+    for stage, fn in steps:
+        graph.add_node(stage, lambda state, _s=stage, _f=fn: runner._timed(_s, _f, state))
+    graph.add_edge(START, "S1")
+    for (a, _), (b, _) in zip(steps, steps[1:]):
+        graph.add_edge(a, b)
+    graph.add_edge("S5", END)
+    return graph.compile()

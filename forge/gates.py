@@ -1,0 +1,97 @@
+"""Quality gates of the OE track: A (grey batch per template), B1 (invalid-item screening)
+and C1 (evidence-blind evaluation). Gate settings come from the intent; a decision is stored
+for every item (and every template for A and C1)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from forge.artifact_types import Binding, OEItem
+from forge.blind import blind_report
+from forge.keys import GateId
+from forge.store import Batch, now
+
+GATE_A, GATE_B1, GATE_C1 = GateId("A"), GateId("B1"), GateId("C1")
+
+
+@dataclass
+class GateLog:
+    """Collects decisions during a build and writes them in one batch."""
+
+    build_id: str
+    rows: list[tuple] = field(default_factory=list)
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def decide(self, gate: GateId, subject_id: str, subject_type: str, template: str, decision: str,
+               details: dict[str, Any] | None = None) -> None:
+        self.rows.append((self.build_id, gate.value, subject_id, subject_type, template, decision,
+                          json.dumps(details or {}, sort_keys=True, default=str), now()))
+        bucket = self.counts.setdefault(gate.value, {})
+        if subject_type != "Template":
+            bucket[decision] = bucket.get(decision, 0) + 1
+
+    def flush(self, store) -> None:
+        batch = Batch()
+        for r in self.rows:
+            batch.add("gate_decisions", r)
+        store.write(batch)
+        self.rows = []
+
+
+def grey_batches(bindings: dict[str, Binding], size: int) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Split binding ids per template into the grey batch (first ``size`` by id) and the rest."""
+    per_template: dict[str, list[str]] = {}
+    for bid in sorted(bindings):
+        per_template.setdefault(bindings[bid].template, []).append(bid)
+    grey = {t: ids[:size] for t, ids in per_template.items()}
+    rest = {t: ids[size:] for t, ids in per_template.items()}
+    return grey, rest
+
+
+def judge_grey_batch(log: GateLog, template: str, verified: list[str], rejected: list[str],
+                     min_valid: float) -> bool:
+    total = len(verified) + len(rejected)
+    rate = len(verified) / total if total else 0.0
+    passed = total > 0 and len(verified) > 0 and rate >= min_valid
+    log.decide(GATE_A, template, "Template", template, "pass" if passed else "fail",
+               {"grey_items": total, "valid": len(verified), "valid_rate": rate, "min_valid": min_valid})
+    for iid in verified:
+        log.decide(GATE_A, iid, "OEItem", template, "pass" if passed else "fail", {"grey": True})
+    for iid in rejected:
+        log.decide(GATE_A, iid, "OEItem", template, "fail", {"grey": True, "reason": "failed its contract"})
+    return passed
+
+
+def screen_invalid(log: GateLog, items: dict[str, OEItem], rejected: dict[str, tuple[str, list[str]]]) -> list[str]:
+    """B1: an item passes when it met every blocking requirement; the rest are recorded with
+    the requirements they failed."""
+    for iid, (template, failed) in sorted(rejected.items()):
+        log.decide(GATE_B1, iid, "OEItem", template, "fail", {"failed_requirements": failed})
+    for iid, item in items.items():
+        log.decide(GATE_B1, iid, "OEItem", item.template, "pass")
+    return sorted(items)
+
+
+def blind_evaluation(log: GateLog, items: dict[str, OEItem], settings: dict[str, Any]) -> tuple[list[str], dict[str, dict]]:
+    """C1: per template, blind solvers must stay near chance; flagged templates are held back."""
+    by_template: dict[str, list[tuple[str, OEItem]]] = {}
+    for iid in sorted(items):
+        by_template.setdefault(items[iid].template, []).append((iid, items[iid]))
+    kept: list[str] = []
+    reports: dict[str, dict] = {}
+    for template, group in sorted(by_template.items()):
+        report = blind_report(group)
+        enough = report["items"] >= settings["min_blind_items"]
+        flagged = enough and report["excess"] > settings["blind_margin"] and report["p_value"] < settings["blind_alpha"]
+        report.update({"flagged": flagged, "tested": enough,
+                       "full_condition": "not evaluated: no panel model configured"})
+        reports[template] = report
+        log.decide(GATE_C1, template, "Template", template, "fail" if flagged else "pass", report)
+        for iid, _ in group:
+            log.decide(GATE_C1, iid, "OEItem", template, "fail" if flagged else "pass",
+                       {"best_solver": report["best_solver"], "excess": round(report["excess"], 4)})
+            if not flagged:
+                kept.append(iid)
+    return kept, reports

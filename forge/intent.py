@@ -1,0 +1,202 @@
+"""The evaluation intent: ``intent.yaml`` parsed and validated into an :class:`Intent`.
+
+Errors name the file, the field path and the line, and raise :class:`IntentError`
+(exit code 2 in the CLI).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from forge.errors import IntentError
+from forge.keys import digest
+from forge.vocabulary import CAPABILITIES, QUESTION_TYPES
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ImageSize(_Strict):
+    width: int = Field(320, ge=64, le=1920, description="image width in pixels")
+    height: int = Field(240, ge=48, le=1080, description="image height in pixels")
+
+
+class ObjectCount(_Strict):
+    min: int = Field(4, ge=1, le=12)
+    max: int = Field(8, ge=1, le=12)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "ObjectCount":
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
+        return self
+
+
+class TabletopSource(_Strict):
+    """pybullet tabletop scenes: an arm beside a table with objects on it."""
+
+    kind: Literal["pybullet_tabletop"]
+    scenes: int | None = Field(None, ge=1, le=5000, description="scene count; derived from items when absent")
+    robot: Literal["panda", "kuka", "xarm"] = "panda"
+    objects: ObjectCount = ObjectCount()
+    views: int = Field(3, ge=2, le=6, description="camera views per scene")
+    image: ImageSize = ImageSize()
+    categories: list[str] | None = Field(None, description="object categories to draw from; all when absent")
+
+
+Source = Annotated[Union[TabletopSource], Field(discriminator="kind")]
+
+
+class OESpec(_Strict):
+    """What the Offline-EQA track should contain."""
+
+    items: int = Field(2000, ge=1, le=200_000)
+    capabilities: list[str] = Field(min_length=1)
+    question_types: list[str] = Field(min_length=1)
+    templates: list[str] | Literal["all"] = "all"
+
+    @field_validator("capabilities")
+    @classmethod
+    def _known_capabilities(cls, value: list[str]) -> list[str]:
+        unknown = [c for c in value if c not in CAPABILITIES]
+        if unknown:
+            raise ValueError(f"unknown capabilities {unknown}; known: {sorted(CAPABILITIES)}")
+        return value
+
+    @field_validator("question_types")
+    @classmethod
+    def _known_question_types(cls, value: list[str]) -> list[str]:
+        unknown = [q for q in value if q not in QUESTION_TYPES]
+        if unknown:
+            raise ValueError(f"unknown question types {unknown}; known: {sorted(QUESTION_TYPES)}")
+        return value
+
+
+class GateSettings(_Strict):
+    grey_batch: int = Field(6, ge=1, le=1000, description="items per template synthesized before full synthesis")
+    grey_min_valid: float = Field(0.5, ge=0.0, le=1.0, description="valid fraction a grey batch needs")
+    blind_margin: float = Field(0.15, ge=0.0, le=1.0, description="allowed blind accuracy above chance")
+    blind_alpha: float = Field(0.01, gt=0.0, lt=1.0, description="significance of the blind excess")
+    min_blind_items: int = Field(20, ge=1, description="fewest items a template needs for the blind test")
+
+
+class Intent(_Strict):
+    """A researcher's evaluation intent."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$", description="package name (lowercase slug)")
+    version: str = Field("0.1.0", pattern=r"^[0-9]+(\.[0-9]+)*$")
+    description: str = ""
+    seed: int = 0
+    track: Literal["oe"] = "oe"
+    oe: OESpec
+    sources: list[Source] = Field(min_length=1)
+    gates: GateSettings = GateSettings()
+    contracts: list[str] = Field(default_factory=list, description="extra contract folders, relative to the intent")
+    templates_dirs: list[str] = Field(default_factory=list, description="extra template folders, relative to the intent")
+    skills: dict[str, str] = Field(default_factory=dict, description="role -> skill name overrides")
+
+
+class LoadedIntent(BaseModel):
+    """An intent together with where it came from."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    intent: Intent
+    path: Path
+    raw: dict[str, Any]
+
+    @property
+    def content_hash(self) -> str:
+        return digest(self.raw)
+
+    def resolve(self, relative: str) -> Path:
+        return (self.path.parent / relative).resolve()
+
+
+def load_intent(path: str | Path) -> LoadedIntent:
+    """Read and validate ``path``; every failure is an :class:`IntentError` naming the field."""
+    p = Path(path)
+    if not p.exists():
+        raise IntentError(f"{p}: intent file not found")
+    if p.is_dir():
+        raise IntentError(f"{p}: is a folder, expected an intent YAML file")
+    text = p.read_text(encoding="utf-8", errors="replace")
+    try:
+        node = yaml.compose(text)
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise IntentError(f"{where}: YAML syntax error: {problem}") from None
+    if not isinstance(raw, dict):
+        raise IntentError(f"{p}: expected a mapping at the top level, found {type(raw).__name__}")
+    lines = _line_index(node)
+    try:
+        intent = Intent.model_validate(raw)
+    except ValidationError as exc:
+        raise IntentError(_format_validation(p, exc, lines)) from None
+    return LoadedIntent(intent=intent, path=p.resolve(), raw=raw)
+
+
+def intent_json_schema() -> dict[str, Any]:
+    schema = Intent.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "forge intent"
+    return schema
+
+
+def _line_index(node: yaml.Node | None) -> dict[tuple[Any, ...], int]:
+    """Map each field path to the 1-based line where it appears."""
+    index: dict[tuple[Any, ...], int] = {}
+
+    def walk(n: yaml.Node, path: tuple[Any, ...]) -> None:
+        index[path] = n.start_mark.line + 1
+        if isinstance(n, yaml.MappingNode):
+            for key, value in n.value:
+                k = key.value
+                index[path + (k,)] = key.start_mark.line + 1
+                walk(value, path + (k,))
+                index[path + (k,)] = key.start_mark.line + 1
+        elif isinstance(n, yaml.SequenceNode):
+            for i, item in enumerate(n.value):
+                walk(item, path + (i,))
+
+    if node is not None:
+        walk(node, ())
+    return index
+
+
+def _format_validation(path: Path, exc: ValidationError, lines: dict[tuple[Any, ...], int]) -> str:
+    out = [f"{path}: invalid intent ({exc.error_count()} error{'s' if exc.error_count() > 1 else ''})"]
+    for err in exc.errors():
+        # Drop discriminator tags pydantic inserts (e.g. 'pybullet_tabletop') from the path.
+        loc = tuple(part for part in err["loc"] if not (isinstance(part, str) and part in _SOURCE_KINDS))
+        field = ".".join(str(x) for x in loc) or "(top level)"
+        line = _nearest_line(loc, lines)
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        msg = re.sub(r"^Value error, ", "", msg)
+        got = err.get("input")
+        suffix = f" (got {got!r})" if err["type"] not in {"missing", "extra_forbidden"} and not isinstance(got, (dict, list)) else ""
+        out.append(f"  {path}:{line}: {field}: {msg}{suffix}")
+    return "\n".join(out)
+
+
+_SOURCE_KINDS = {"pybullet_tabletop"}
+
+
+def _nearest_line(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int:
+    for cut in range(len(loc), -1, -1):
+        if loc[:cut] in lines:
+            return lines[loc[:cut]]
+    return 1

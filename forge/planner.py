@@ -1,0 +1,122 @@
+"""The planner: compose a typed workflow (a networkx DiGraph of skills) from an intent.
+
+Each consumer's input types must be produced upstream and each skill's preconditions must
+hold; otherwise composition fails before anything runs, naming both skills and both types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from forge.errors import CompositionError
+from forge.executor import WorkflowNode
+from forge.intent import LoadedIntent
+from forge.resources import descriptor
+from forge.skills import STAGES, SkillRegistry
+
+# The OE track's roles in order; a resource descriptor supplies plan/collect/structure.
+OE_ROLES = ("blueprint", "plan", "collect", "structure", "template", "bind", "realize", "package")
+OE_DEFAULTS = {
+    "blueprint": "blueprint.from_intent",
+    "template": "synthesize.load_template",
+    "bind": "synthesize.bind_template",
+    "realize": "synthesize.realize_item",
+    "package": "package.oe_package",
+}
+
+
+@dataclass
+class Workflow:
+    nodes: list[WorkflowNode]
+    graph: nx.DiGraph
+
+    def node(self, role: str) -> WorkflowNode:
+        for n in self.nodes:
+            if n.role == role:
+                return n
+        raise KeyError(role)
+
+    def by_stage(self, stage: str) -> list[WorkflowNode]:
+        return [n for n in self.nodes if n.stage == stage]
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [{"role": n.role, "skill": n.skill.name, "stage": n.stage,
+                 "inputs": {i.name: ("list[" + i.type + "]" if i.many else i.type) for i in n.skill.inputs},
+                 "output": n.skill.output} for n in self.nodes]
+
+
+def compose(loaded: LoadedIntent, registry: SkillRegistry) -> Workflow:
+    intent = loaded.intent
+    source = intent.sources[0]
+    desc = descriptor(source.kind)
+    if desc.track != intent.track:
+        raise CompositionError(f"resource {source.kind!r} serves track {desc.track!r}, the intent asks for {intent.track!r}")
+    unknown_roles = set(intent.skills) - set(OE_ROLES)
+    if unknown_roles:
+        raise CompositionError(f"intent field skills: unknown roles {sorted(unknown_roles)}; roles are {list(OE_ROLES)}")
+    chosen = {**OE_DEFAULTS, **desc.workflow, **intent.skills}
+    nodes = []
+    for role in OE_ROLES:
+        spec = registry.get(chosen[role])
+        fanout = template_fanout(loaded) if role == "template" else None
+        nodes.append(WorkflowNode(role, spec, _node_params(role, loaded), fanout))
+    return validate(nodes)
+
+
+def validate(nodes: list[WorkflowNode]) -> Workflow:
+    """Wire nodes by type; raise :class:`CompositionError` on any mismatch."""
+    graph = nx.DiGraph()
+    produced: dict[str, WorkflowNode] = {}
+    previous: WorkflowNode | None = None
+    for node in nodes:
+        spec = node.skill
+        graph.add_node(node.role, skill=spec.name, stage=spec.stage, output=spec.output)
+        if previous is not None and STAGES.index(spec.stage) < STAGES.index(previous.stage):
+            raise CompositionError(
+                f"skill {spec.name!r} (role {node.role}, stage {spec.stage}) cannot follow "
+                f"{previous.skill.name!r} (stage {previous.stage}): stages must not go backwards"
+            )
+        for inp in spec.inputs:
+            producer = produced.get(inp.type)
+            if producer is None:
+                upstream = previous.skill if previous else None
+                offered = ", ".join(f"{n.skill.name} -> {n.skill.output}" for n in produced.values()) or "nothing"
+                raise CompositionError(
+                    f"skill {spec.name!r} (role {node.role}) needs {inp.type} for parameter {inp.name!r}, "
+                    + (f"but upstream skill {upstream.name!r} produces {upstream.output}" if upstream else
+                       "but it is the first skill in the workflow")
+                    + f"; the workflow so far offers: {offered}"
+                )
+            graph.add_edge(producer.role, node.role, type=inp.type, parameter=inp.name)
+        spec.check_requirements()
+        produced[spec.output] = node
+        previous = node
+    if not nx.is_directed_acyclic_graph(graph):
+        raise CompositionError("the workflow has a cycle")
+    order = list(nx.topological_sort(graph))
+    ordered = sorted(nodes, key=lambda n: (STAGES.index(n.stage), order.index(n.role)))
+    return Workflow(ordered, graph)
+
+
+def _node_params(role: str, loaded: LoadedIntent) -> dict[str, Any]:
+    if role == "blueprint":
+        return {"intent": loaded.raw}
+    return {}
+
+
+def template_fanout(loaded: LoadedIntent) -> list[dict[str, Any]]:
+    """One parameter set per template file of the source's family plus the user's folders."""
+    from forge_skills.template_library import template_refs
+
+    family = descriptor(loaded.intent.sources[0].kind).templates
+    extra = [loaded.resolve(d) for d in loaded.intent.templates_dirs]
+    refs = template_refs(family, extra)
+    return [{"template": name, "label": label} for name, (label, _path) in sorted(refs.items())]
+
+
+def extra_contract_dirs(loaded: LoadedIntent) -> list[Path]:
+    return [loaded.resolve(d) for d in loaded.intent.contracts]

@@ -1,0 +1,74 @@
+"""Resource descriptors: which sources and simulators exist, what they offer, which skills
+collect and structure them. Sources are added as resources, never as engine special cases."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import importlib.resources
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from forge.errors import DefinitionError
+
+
+class ResourceDescriptor(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    description: str
+    simulator: str | None = None
+    requires: list[str] = Field(default_factory=list)
+    track: str
+    fields: dict[str, str]
+    operations: dict[str, str]
+    workflow: dict[str, str]
+    templates: str
+
+    def available(self) -> tuple[bool, str]:
+        for module in self.requires:
+            try:
+                found = importlib.util.find_spec(module) is not None
+                exc: Exception | str = "not found"
+            except (ImportError, ValueError) as err:
+                found, exc = False, err
+            if not found:
+                return False, f"missing Python module {module!r} ({exc})"
+        return True, "ok"
+
+
+@lru_cache(maxsize=1)
+def descriptors() -> dict[str, ResourceDescriptor]:
+    root = Path(str(importlib.resources.files("forge_resources")))
+    out: dict[str, ResourceDescriptor] = {}
+    for path in sorted(root.glob("*.yaml")):
+        raw = yaml.safe_load(path.read_text())
+        if not isinstance(raw, dict) or "kind" not in raw or "workflow" not in raw:
+            continue  # data files such as object catalogues live beside descriptors
+        try:
+            d = ResourceDescriptor.model_validate(raw)
+        except ValidationError as exc:
+            raise DefinitionError(f"{path}: invalid resource descriptor: {exc}") from None
+        out[d.kind] = d
+    return out
+
+
+def descriptor(kind: str) -> ResourceDescriptor:
+    try:
+        return descriptors()[kind]
+    except KeyError:
+        raise DefinitionError(f"unknown resource kind {kind!r}; known: {sorted(descriptors())}") from None
+
+
+def describe() -> list[dict[str, Any]]:
+    rows = []
+    for d in descriptors().values():
+        ok, why = d.available()
+        rows.append({"kind": d.kind, "track": d.track, "simulator": d.simulator, "available": ok,
+                     "reason": why, "description": " ".join(d.description.split()),
+                     "operations": sorted(d.operations), "fields": sorted(d.fields)})
+    return rows

@@ -1,0 +1,246 @@
+"""Skills: typed functions that turn input artifacts into output artifacts.
+
+A skill is a plain function with a small decorator::
+
+    @skill("structure.tabletop_evidence", stage="S3")
+    def tabletop_evidence(ctx: SkillContext, source: SourceRecord) -> list[EvidenceRecord]:
+        ...
+
+Its signature declares its artifact types: a parameter annotated ``T`` is called once per
+artifact of type ``T`` (several such parameters form their cross product); one annotated
+``list[T]`` receives all artifacts of type ``T`` at once. The return annotation ``list[T]``
+names the output type. Skills are discovered from the built-in ``forge_skills`` package and
+from the ``forge.skills`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import typing
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Callable, Iterable
+
+import numpy as np
+from pydantic import BaseModel
+
+from forge.artifact_types import ArtifactContent
+from forge.codeversion import data_files_version, data_identity, module_version, register_project_package
+from forge.errors import DefinitionError, PrerequisiteError
+from forge.keys import digest
+
+STAGES = ("S1", "S2", "S3", "S4", "S5")
+STAGE_NAMES = {
+    "S1": "blueprint", "S2": "collect", "S3": "structure", "S4": "synthesize", "S5": "verify+package",
+}
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    type: str
+    many: bool
+
+
+@dataclass
+class Output:
+    """One produced artifact; ``key`` tells fan-out outputs of one invocation apart."""
+
+    content: ArtifactContent
+    key: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SkillSpec:
+    name: str
+    stage: str
+    fn: Callable[..., Any]
+    inputs: tuple[InputSpec, ...]
+    output: str
+    params_model: type[BaseModel] | None
+    requires: tuple[str, ...]
+    reads: Callable[[dict[str, Any]], dict[str, str]] | None
+    expand: Callable[..., list[dict[str, Any]]] | None
+    applies: Callable[..., bool] | None
+    description: str
+    parallel: bool = False
+
+    @property
+    def module(self) -> str:
+        return self.fn.__module__
+
+    def module_version(self) -> str:
+        return module_version(self.module)
+
+    def data_files(self, params: dict[str, Any]) -> dict[str, dict[str, str]]:
+        return data_files_version(self.reads(params)) if self.reads else {}
+
+    def code_version(self, params: dict[str, Any]) -> str:
+        return digest(self.module_version(), data_identity(self.data_files(params)))
+
+    def validate_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.params_model is None:
+            if params:
+                raise DefinitionError(f"skill {self.name!r} takes no parameters, got {sorted(params)}")
+            return {}
+        try:
+            return self.params_model.model_validate(params).model_dump(mode="json")
+        except Exception as exc:  # pydantic.ValidationError
+            raise DefinitionError(f"skill {self.name!r}: invalid parameters: {exc}") from None
+
+    def check_requirements(self) -> None:
+        for module in self.requires:
+            try:
+                found = importlib.util.find_spec(module) is not None
+                exc: Exception | str = "not found"
+            except (ImportError, ValueError) as err:
+                found, exc = False, err
+            if not found:
+                raise PrerequisiteError(
+                    f"skill {self.name!r} needs the Python module {module!r}, which is not importable here ({exc})",
+                    hint=f"pip install {module}",
+                ) from None
+
+
+class SkillContext:
+    """What a running skill may use: its parameters, a seeded RNG and the blob store."""
+
+    def __init__(self, spec: SkillSpec, params: dict[str, Any], run_key: str, store: Any, input_ids: dict[str, Any]):
+        self.spec = spec
+        self.params = spec.params_model.model_validate(params) if spec.params_model else None
+        self.run_key = run_key
+        self.store = store
+        self.input_ids = input_ids
+        # Randomness is seeded from the invocation identity: a rebuild reproduces the content.
+        self.rng = np.random.default_rng(int(run_key[:16], 16))
+
+    def put_png(self, rgb: np.ndarray) -> str:
+        return self.store.put_png(rgb)
+
+    def get_image(self, digest_: str) -> np.ndarray:
+        return self.store.get_image(digest_)
+
+    def put_arrays(self, arrays: dict[str, np.ndarray]) -> str:
+        return self.store.put_arrays(arrays)
+
+    def get_arrays(self, digest_: str) -> dict[str, np.ndarray]:
+        return self.store.get_arrays(digest_)
+
+    def put_blob(self, data: bytes) -> str:
+        return self.store.put_blob(data)
+
+    def get_blob(self, digest_: str) -> bytes:
+        return self.store.get_blob(digest_)
+
+
+class SkillRegistry:
+    def __init__(self) -> None:
+        self._skills: dict[str, SkillSpec] = {}
+
+    def add(self, spec: SkillSpec) -> None:
+        existing = self._skills.get(spec.name)
+        if existing and existing.fn.__qualname__ != spec.fn.__qualname__:
+            raise DefinitionError(
+                f"skill name {spec.name!r} is registered twice ({existing.module} and {spec.module})"
+            )
+        self._skills[spec.name] = spec
+
+    def get(self, name: str) -> SkillSpec:
+        try:
+            return self._skills[name]
+        except KeyError:
+            raise DefinitionError(f"unknown skill {name!r}; known: {sorted(self._skills)}") from None
+
+    def __iter__(self):
+        return iter(sorted(self._skills.values(), key=lambda s: (s.stage, s.name)))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._skills
+
+    def producers_of(self, type_name: str) -> list[SkillSpec]:
+        return [s for s in self if s.output == type_name]
+
+
+REGISTRY = SkillRegistry()
+_DISCOVERED = False
+
+
+def skill(
+    name: str,
+    *,
+    stage: str,
+    params: type[BaseModel] | None = None,
+    requires: Iterable[str] = (),
+    reads: Callable[[dict[str, Any]], dict[str, str]] | None = None,
+    expand: Callable[..., list[dict[str, Any]]] | None = None,
+    applies: Callable[..., bool] | None = None,
+    parallel: bool = False,
+    registry: SkillRegistry | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``fn`` as a skill. See the module docstring for the signature rules.
+
+    ``reads(params)`` maps stable labels to the data files an invocation reads (hashed into
+    its code version);
+    ``expand(**inputs)`` yields one parameter set per invocation for the given inputs;
+    ``applies(**inputs)`` skips input combinations the skill does not apply to;
+    ``parallel`` lets the executor spread invocations over worker processes.
+    """
+    if stage not in STAGES:
+        raise DefinitionError(f"skill {name!r}: stage must be one of {STAGES}, got {stage!r}")
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        inputs, output = _signature_types(name, fn)
+        spec = SkillSpec(
+            name=name, stage=stage, fn=fn, inputs=inputs, output=output, params_model=params,
+            requires=tuple(requires), reads=reads, expand=expand, applies=applies,
+            description=(inspect.getdoc(fn) or "").split("\n")[0], parallel=parallel,
+        )
+        (registry or REGISTRY).add(spec)
+        register_project_package(fn.__module__)
+        fn.skill_spec = spec  # type: ignore[attr-defined]
+        return fn
+
+    return decorate
+
+
+def _signature_types(name: str, fn: Callable[..., Any]) -> tuple[tuple[InputSpec, ...], str]:
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception as exc:
+        raise DefinitionError(f"skill {name!r}: cannot resolve type annotations: {exc}") from None
+    params = list(inspect.signature(fn).parameters.values())
+    if not params or params[0].name != "ctx":
+        raise DefinitionError(f"skill {name!r}: the first parameter must be `ctx: SkillContext`")
+    inputs = []
+    for p in params[1:]:
+        ann = hints.get(p.name)
+        many = typing.get_origin(ann) is list
+        inner = typing.get_args(ann)[0] if many else ann
+        if not (inspect.isclass(inner) and issubclass(inner, ArtifactContent)):
+            raise DefinitionError(
+                f"skill {name!r}: parameter {p.name!r} must be annotated with an artifact type or a list of one"
+            )
+        inputs.append(InputSpec(p.name, inner.TYPE, many))
+    ret = hints.get("return")
+    if typing.get_origin(ret) is not list or not issubclass(typing.get_args(ret)[0], ArtifactContent):
+        raise DefinitionError(f"skill {name!r}: the return annotation must be list[ArtifactType]")
+    return tuple(inputs), typing.get_args(ret)[0].TYPE
+
+
+def discover(registry: SkillRegistry | None = None) -> SkillRegistry:
+    """Import the built-in skills and every ``forge.skills`` entry point (once)."""
+    global _DISCOVERED
+    if not _DISCOVERED:
+        importlib.import_module("forge_skills")
+        for ep in entry_points(group="forge.skills"):
+            if ep.value.split(":")[0] == "forge_skills":
+                continue
+            try:
+                ep.load()
+            except Exception as exc:
+                raise DefinitionError(f"skill plugin {ep.name!r} ({ep.value}) failed to load: {exc}") from None
+        _DISCOVERED = True
+    return registry or REGISTRY

@@ -1,0 +1,368 @@
+"""The store: one DuckDB file per store folder, with content-addressed blobs beside it.
+
+Layout of a store folder::
+
+    forge.duckdb        artifacts, edges, skill runs, verifications, gate decisions, builds
+    blobs/ab/<sha256>   PNG media and HDF5 arrays, addressed by the hash of their bytes
+
+The DuckDB file is the single source of truth. Writes go in bulk (Arrow tables), one
+transaction per batch, so a build killed at any point leaves a consistent store.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from forge import ENGINE_FORMAT_VERSION
+from forge.errors import StoreError
+from forge.keys import bytes_digest
+
+DB_NAME = "forge.duckdb"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR, value VARCHAR);
+CREATE TABLE IF NOT EXISTS artifacts (
+    id VARCHAR, type VARCHAR, run_key VARCHAR, skill VARCHAR, output_key VARCHAR,
+    content VARCHAR, metadata VARCHAR, status VARCHAR, contract_version VARCHAR,
+    created_at TIMESTAMP);
+CREATE TABLE IF NOT EXISTS edges (parent VARCHAR, child VARCHAR, role VARCHAR);
+CREATE TABLE IF NOT EXISTS skill_runs (
+    run_key VARCHAR, skill VARCHAR, stage VARCHAR, code_version VARCHAR, module_version VARCHAR,
+    data_files VARCHAR, params VARCHAR, inputs VARCHAR, outputs VARCHAR,
+    started_at TIMESTAMP, ended_at TIMESTAMP, status VARCHAR, error VARCHAR, build_id VARCHAR);
+CREATE TABLE IF NOT EXISTS verifications (
+    artifact_id VARCHAR, requirement_id VARCHAR, contract_version VARCHAR, verification VARCHAR,
+    severity VARCHAR, passed BOOLEAN, backend VARCHAR, diagnostics VARCHAR, checked_at TIMESTAMP);
+CREATE TABLE IF NOT EXISTS gate_decisions (
+    build_id VARCHAR, gate VARCHAR, subject_id VARCHAR, subject_type VARCHAR, template VARCHAR,
+    decision VARCHAR, details VARCHAR, decided_at TIMESTAMP);
+CREATE TABLE IF NOT EXISTS builds (
+    build_id VARCHAR, intent_path VARCHAR, intent_hash VARCHAR, started_at TIMESTAMP,
+    ended_at TIMESTAMP, status VARCHAR, summary VARCHAR);
+CREATE TABLE IF NOT EXISTS build_runs (build_id VARCHAR, run_key VARCHAR, executed BOOLEAN);
+"""
+
+_COLUMNS: dict[str, list[str]] = {
+    "artifacts": ["id", "type", "run_key", "skill", "output_key", "content", "metadata", "status",
+                  "contract_version", "created_at"],
+    "edges": ["parent", "child", "role"],
+    "skill_runs": ["run_key", "skill", "stage", "code_version", "module_version", "data_files", "params",
+                   "inputs", "outputs", "started_at", "ended_at", "status", "error", "build_id"],
+    "verifications": ["artifact_id", "requirement_id", "contract_version", "verification", "severity",
+                      "passed", "backend", "diagnostics", "checked_at"],
+    "gate_decisions": ["build_id", "gate", "subject_id", "subject_type", "template", "decision", "details",
+                       "decided_at"],
+    "build_runs": ["build_id", "run_key", "executed"],
+}
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+@dataclass
+class StoredArtifact:
+    id: str
+    type: str
+    run_key: str
+    skill: str
+    content: dict[str, Any]
+    status: str
+    contract_version: str | None
+
+
+@dataclass
+class Batch:
+    """Rows collected for one transaction."""
+
+    rows: dict[str, list[tuple]] = field(default_factory=lambda: {t: [] for t in _COLUMNS})
+    replace_artifacts: set[str] = field(default_factory=set)
+    replace_runs: set[str] = field(default_factory=set)
+
+    def add(self, table: str, row: tuple) -> None:
+        self.rows[table].append(row)
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.rows.values())
+
+
+class BlobStore:
+    """Content-addressed files under ``<root>/blobs``; safe to use from worker processes."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        (self.root / "blobs").mkdir(parents=True, exist_ok=True)
+
+    # -- blobs ----------------------------------------------------------------------------
+
+    def blob_path(self, digest: str) -> Path:
+        return self.root / "blobs" / digest[:2] / digest
+
+    def put_blob(self, data: bytes) -> str:
+        digest = bytes_digest(data)
+        path = self.blob_path(digest)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        return digest
+
+    def get_blob(self, digest: str) -> bytes:
+        path = self.blob_path(digest)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise StoreError(f"blob {digest[:12]} is missing from {self.root / 'blobs'}") from None
+
+    def has_blob(self, digest: str) -> bool:
+        return self.blob_path(digest).exists()
+
+    def put_png(self, rgb: np.ndarray) -> str:
+        from PIL import Image
+
+        buf = io.BytesIO()
+        Image.fromarray(np.ascontiguousarray(rgb)).save(buf, format="PNG", compress_level=1)
+        return self.put_blob(buf.getvalue())
+
+    def get_image(self, digest: str) -> np.ndarray:
+        from PIL import Image
+
+        return np.asarray(Image.open(io.BytesIO(self.get_blob(digest))))
+
+    def put_arrays(self, arrays: dict[str, np.ndarray]) -> str:
+        """Store named arrays as one HDF5 blob; the address is the hash of the file bytes."""
+        import h5py
+
+        buf = io.BytesIO()
+        with h5py.File(buf, "w", track_order=True) as f:
+            for name in sorted(arrays):
+                f.create_dataset(name, data=arrays[name], compression="gzip", compression_opts=1, track_times=False)
+        return self.put_blob(buf.getvalue())
+
+    def get_arrays(self, digest: str) -> dict[str, np.ndarray]:
+        import h5py
+
+        with h5py.File(io.BytesIO(self.get_blob(digest)), "r") as f:
+            return {name: f[name][()] for name in f.keys()}
+
+
+class Store(BlobStore):
+    """A forge store folder. Open one per process; DuckDB allows a single writer."""
+
+    def __init__(self, root: str | Path, *, read_only: bool = False) -> None:
+        self.root = Path(root)
+        self.read_only = read_only
+        if read_only and not (self.root / DB_NAME).exists():
+            raise StoreError(f"{self.root}: no forge store here (missing {DB_NAME}); run `forge build` first")
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / "blobs").mkdir(exist_ok=True)
+        try:
+            self.con = duckdb.connect(str(self.root / DB_NAME), read_only=read_only)
+        except duckdb.IOException as exc:
+            raise StoreError(f"{self.root / DB_NAME}: cannot open the store ({exc}); is another forge running?") from None
+        if not read_only:
+            self.con.execute(_SCHEMA)
+            self._check_format()
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_format(self) -> None:
+        row = self.con.execute("SELECT value FROM meta WHERE key = 'engine_format'").fetchone()
+        if row is None:
+            self.con.execute("INSERT INTO meta VALUES ('engine_format', ?)", [ENGINE_FORMAT_VERSION])
+        elif row[0] != ENGINE_FORMAT_VERSION:
+            # Artifact ids include the engine format, so old rows are simply never matched again.
+            self.con.execute("UPDATE meta SET value = ? WHERE key = 'engine_format'", [ENGINE_FORMAT_VERSION])
+
+    # -- bulk writes ----------------------------------------------------------------------
+
+    def write(self, batch: Batch) -> None:
+        """Write one batch in a single transaction."""
+        if not len(batch) and not batch.replace_artifacts:
+            return
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            if batch.replace_artifacts:
+                ids = pa.table({"id": sorted(batch.replace_artifacts)})
+                con.register("_replace_ids", ids)
+                con.execute("DELETE FROM artifacts WHERE id IN (SELECT id FROM _replace_ids)")
+                con.execute("DELETE FROM verifications WHERE artifact_id IN (SELECT id FROM _replace_ids)")
+                con.execute("DELETE FROM edges WHERE child IN (SELECT id FROM _replace_ids)")
+                con.unregister("_replace_ids")
+            if batch.replace_runs:
+                keys = pa.table({"k": sorted(batch.replace_runs)})
+                con.register("_replace_runs", keys)
+                con.execute("DELETE FROM skill_runs WHERE run_key IN (SELECT k FROM _replace_runs)")
+                con.unregister("_replace_runs")
+            for table, rows in batch.rows.items():
+                if rows:
+                    self._insert(table, rows)
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+
+    def _insert(self, table: str, rows: list[tuple]) -> None:
+        cols = _COLUMNS[table]
+        data = pa.table({c: [r[i] for r in rows] for i, c in enumerate(cols)})
+        self.con.register("_rows", data)
+        self.con.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM _rows")
+        self.con.unregister("_rows")
+
+    def execute(self, sql: str, params: list[Any] | None = None) -> duckdb.DuckDBPyConnection:
+        return self.con.execute(sql, params or [])
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def _ids_query(self, sql: str, ids: Iterable[str]) -> list[tuple]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        self.con.register("_ids", pa.table({"id": ids}))
+        try:
+            return self.con.execute(sql).fetchall()
+        finally:
+            self.con.unregister("_ids")
+
+    def runs_by_key(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        rows = self._ids_query(
+            "SELECT run_key, skill, status, outputs, code_version FROM skill_runs "
+            "WHERE run_key IN (SELECT id FROM _ids) AND status = 'ok'",
+            keys,
+        )
+        return {r[0]: {"skill": r[1], "status": r[2], "outputs": json.loads(r[3]), "code_version": r[4]} for r in rows}
+
+    def artifacts(self, ids: Iterable[str]) -> dict[str, StoredArtifact]:
+        rows = self._ids_query(
+            "SELECT id, type, run_key, skill, content, status, contract_version FROM artifacts "
+            "WHERE id IN (SELECT id FROM _ids)",
+            ids,
+        )
+        return {
+            r[0]: StoredArtifact(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows
+        }
+
+    def artifact_statuses(self, ids: Iterable[str]) -> dict[str, tuple[str, str, str | None]]:
+        rows = self._ids_query(
+            "SELECT id, type, status, contract_version FROM artifacts WHERE id IN (SELECT id FROM _ids)", ids
+        )
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+    def find_artifacts(self, prefix: str) -> list[tuple[str, str]]:
+        return self.con.execute(
+            "SELECT id, type FROM artifacts WHERE starts_with(id, ?) ORDER BY id", [prefix]
+        ).fetchall()
+
+    def parents(self, ids: Iterable[str]) -> list[tuple[str, str, str]]:
+        return self._ids_query("SELECT parent, child, role FROM edges WHERE child IN (SELECT id FROM _ids)", ids)
+
+    def children(self, ids: Iterable[str]) -> list[tuple[str, str, str]]:
+        return self._ids_query("SELECT parent, child, role FROM edges WHERE parent IN (SELECT id FROM _ids)", ids)
+
+    def descendants(self, roots: Iterable[str]) -> set[str]:
+        seen: set[str] = set()
+        frontier = set(roots)
+        while frontier:
+            kids = {c for _, c, _ in self.children(frontier)} - seen
+            seen |= kids
+            frontier = kids
+        return seen
+
+    def ancestors(self, roots: Iterable[str]) -> set[str]:
+        seen: set[str] = set()
+        frontier = set(roots)
+        while frontier:
+            ups = {p for p, _, _ in self.parents(frontier)} - seen
+            seen |= ups
+            frontier = ups
+        return seen
+
+    def verifications(self, ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+        rows = self._ids_query(
+            "SELECT artifact_id, requirement_id, contract_version, verification, severity, passed, backend, "
+            "diagnostics FROM verifications WHERE artifact_id IN (SELECT id FROM _ids) "
+            "ORDER BY artifact_id, requirement_id",
+            ids,
+        )
+        out: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            out.setdefault(r[0], []).append({
+                "requirement": r[1], "contract_version": r[2], "verification": r[3], "severity": r[4],
+                "passed": r[5], "backend": r[6], "diagnostics": r[7],
+            })
+        return out
+
+    def runs_for_artifacts(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        rows = self._ids_query(
+            "SELECT a.id, r.run_key, r.skill, r.stage, r.code_version, r.module_version, r.data_files, r.params, "
+            "r.inputs, r.started_at, r.ended_at, r.status FROM artifacts a JOIN skill_runs r ON a.run_key = r.run_key "
+            "WHERE a.id IN (SELECT id FROM _ids)",
+            ids,
+        )
+        return {
+            r[0]: {
+                "run_key": r[1], "skill": r[2], "stage": r[3], "code_version": r[4], "module_version": r[5],
+                "data_files": json.loads(r[6]), "params": json.loads(r[7]), "inputs": json.loads(r[8]),
+                "started_at": str(r[9]), "ended_at": str(r[10]), "status": r[11],
+            }
+            for r in rows
+        }
+
+    def gate_decisions_for(self, ids: Iterable[str], build_id: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        build_id = build_id or self.last_build_id()
+        rows = self._ids_query(
+            f"SELECT subject_id, gate, decision, details, template FROM gate_decisions "
+            f"WHERE subject_id IN (SELECT id FROM _ids) AND build_id = '{build_id}' ORDER BY gate",
+            ids,
+        ) if build_id else []
+        out: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            out.setdefault(r[0], []).append({"gate": r[1], "decision": r[2], "details": json.loads(r[3]), "template": r[4]})
+        return out
+
+    # -- builds ---------------------------------------------------------------------------
+
+    def begin_build(self, build_id: str, intent_path: str, intent_hash: str) -> None:
+        self.con.execute(
+            "INSERT INTO builds VALUES (?, ?, ?, ?, NULL, 'running', NULL)", [build_id, intent_path, intent_hash, now()]
+        )
+
+    def end_build(self, build_id: str, status: str, summary: dict[str, Any]) -> None:
+        self.con.execute(
+            "UPDATE builds SET ended_at = ?, status = ?, summary = ? WHERE build_id = ?",
+            [now(), status, json.dumps(summary), build_id],
+        )
+
+    def last_build_id(self, *, completed: bool = True) -> str | None:
+        where = "WHERE status = 'ok'" if completed else ""
+        row = self.con.execute(f"SELECT build_id FROM builds {where} ORDER BY started_at DESC LIMIT 1").fetchone()
+        return row[0] if row else None
+
+    def build_run_keys(self, build_id: str) -> list[str]:
+        return [r[0] for r in self.con.execute("SELECT run_key FROM build_runs WHERE build_id = ?", [build_id]).fetchall()]
+
+    def iter_table(self, sql: str, params: list[Any] | None = None) -> Iterator[tuple]:
+        yield from self.con.execute(sql, params or []).fetchall()

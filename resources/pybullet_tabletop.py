@@ -1,0 +1,153 @@
+"""pybullet tabletop adapter: build a seeded scene, let it settle, render calibrated views.
+
+Everything runs in DIRECT mode with the CPU tiny renderer, so it works on any machine.
+Depth is converted from the OpenGL buffer to metric distance along the optical axis.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from forge.artifact_types import CameraSpec, ObjectState, SceneSpec
+
+TABLE_TOP_Z = 0.626
+TABLE_TARGET = (0.1, 0.0, 0.68)
+SETTLE_STEPS = 150
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> dict[str, Any]:
+    return yaml.safe_load((Path(__file__).parent / "tabletop_objects.yaml").read_text())
+
+
+def catalogue_path() -> str:
+    return str(Path(__file__).parent / "tabletop_objects.yaml")
+
+
+def import_pybullet():
+    """Import pybullet without its build banner (which would corrupt --json output)."""
+    if "pybullet" not in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = {fd: os.dup(fd) for fd in (1, 2)}
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in saved:
+            os.dup2(devnull, fd)
+        try:
+            import pybullet  # noqa: F401
+        finally:
+            _flush_c_stdio()  # the banner sits in C's stdio buffer until flushed
+            for fd, copy in saved.items():
+                os.dup2(copy, fd)
+                os.close(copy)
+            os.close(devnull)
+    return sys.modules["pybullet"]
+
+
+def _flush_c_stdio() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
+
+
+def intrinsics(cam: CameraSpec) -> dict[str, float]:
+    """Pinhole intrinsics; pybullet's fov is vertical."""
+    fy = cam.height / (2.0 * math.tan(math.radians(cam.fov) / 2.0))
+    return {"fx": fy, "fy": fy, "cx": cam.width / 2.0, "cy": cam.height / 2.0,
+            "width": float(cam.width), "height": float(cam.height)}
+
+
+class TabletopSimulator:
+    """One pybullet physics client holding one tabletop scene."""
+
+    def __init__(self) -> None:
+        import pybullet_data
+
+        p = import_pybullet()
+        self.p = p
+        self.client = p.connect(p.DIRECT)
+        p.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=self.client)
+        self.bodies: dict[str, int] = {}
+
+    def close(self) -> None:
+        try:
+            self.p.disconnect(physicsClientId=self.client)
+        except Exception:
+            pass
+
+    def __enter__(self) -> "TabletopSimulator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- operations named in the descriptor ----------------------------------------------
+
+    def reset_to_scene(self, spec: SceneSpec) -> None:
+        p, c = self.p, self.client
+        p.resetSimulation(physicsClientId=c)
+        p.setGravity(0, 0, -9.81, physicsClientId=c)
+        p.loadURDF("plane.urdf", physicsClientId=c)
+        p.loadURDF("table/table.urdf", [0, 0, 0], useFixedBase=True, physicsClientId=c)
+        robot = catalogue()["robots"][spec.robot]
+        arm = p.loadURDF(robot["urdf"], [-0.62, 0.0, TABLE_TOP_Z], useFixedBase=True, physicsClientId=c)
+        movable = [j for j in range(p.getNumJoints(arm, physicsClientId=c))
+                   if p.getJointInfo(arm, j, physicsClientId=c)[2] in (p.JOINT_REVOLUTE, p.JOINT_PRISMATIC)]
+        for j, q in zip(movable, robot["home"]):
+            p.resetJointState(arm, j, q, physicsClientId=c)
+        self.bodies = {}
+        for obj in spec.objects:
+            orn = p.getQuaternionFromEuler([0, 0, obj.yaw])
+            body = p.loadURDF(obj.urdf, [obj.xy[0], obj.xy[1], TABLE_TOP_Z + 0.08], orn,
+                              globalScaling=obj.scale, physicsClientId=c)
+            for link in range(-1, p.getNumJoints(body, physicsClientId=c)):
+                p.changeVisualShape(body, link, rgbaColor=obj.rgba, physicsClientId=c)
+            self.bodies[obj.name] = body
+        for _ in range(SETTLE_STEPS):
+            p.stepSimulation(physicsClientId=c)
+
+    def read_state(self, spec: SceneSpec) -> list[ObjectState]:
+        p, c = self.p, self.client
+        out = []
+        for obj in spec.objects:
+            body = self.bodies[obj.name]
+            pos, orn = p.getBasePositionAndOrientation(body, physicsClientId=c)
+            lo, hi = p.getAABB(body, physicsClientId=c)
+            out.append(ObjectState(name=obj.name, category=obj.category, color=obj.color, body=body,
+                                   position=[round(v, 6) for v in pos], orientation=[round(v, 6) for v in orn],
+                                   aabb_min=[round(v, 6) for v in lo], aabb_max=[round(v, 6) for v in hi]))
+        return out
+
+    def camera_matrices(self, cam: CameraSpec) -> tuple[list[float], list[float], list[float]]:
+        p = self.p
+        view = p.computeViewMatrixFromYawPitchRoll(cam.target, cam.distance, cam.yaw, cam.pitch, 0, 2)
+        proj = p.computeProjectionMatrixFOV(cam.fov, cam.width / cam.height, cam.near, cam.far)
+        # Camera position: invert the view matrix (column-major, world->camera).
+        v = np.array(view, dtype=float).reshape(4, 4, order="F")
+        pos = (-v[:3, :3].T @ v[:3, 3]).tolist()
+        return list(view), list(proj), pos
+
+    def render_view(self, cam: CameraSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """RGB (uint8 HxWx3), metric depth (float32 HxW), segmentation (int32 HxW body ids)."""
+        p = self.p
+        view, proj, _ = self.camera_matrices(cam)
+        _, _, rgba, zbuf, seg = p.getCameraImage(cam.width, cam.height, view, proj,
+                                                 renderer=p.ER_TINY_RENDERER, physicsClientId=self.client)
+        rgb = np.reshape(np.asarray(rgba, dtype=np.uint8), (cam.height, cam.width, 4))[:, :, :3].copy()
+        z = np.reshape(np.asarray(zbuf, dtype=np.float64), (cam.height, cam.width))
+        depth = (cam.far * cam.near / (cam.far - (cam.far - cam.near) * z)).astype(np.float32)
+        seg = np.reshape(np.asarray(seg, dtype=np.int32), (cam.height, cam.width))
+        # The low bits hold the body id when link indices are encoded; we render without them.
+        return rgb, depth, seg
+

@@ -1,0 +1,243 @@
+"""Answer rules: how a template's answer follows from registered evidence.
+
+Each rule enumerates admissible slot assignments for one view (or one scene) and, separately,
+derives the answer from a given assignment. Contracts call :func:`derive` again on every
+binding and item, so an answer that is not uniquely and reproducibly derivable from the
+evidence never passes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from forge.artifact_types import EvidenceRecord, ObjectViewFact
+
+FIELDS = ("center_x", "center_y", "median_depth", "visible_pixels")
+
+
+@dataclass
+class Candidate:
+    slots: dict[str, Any]
+    answer: str
+    margin: float
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+class FactTable:
+    """Evidence facts indexed by (object, view)."""
+
+    def __init__(self, evidence: EvidenceRecord) -> None:
+        self.evidence = evidence
+        self.facts: dict[tuple[str, int], ObjectViewFact] = {(f.object, f.view): f for f in evidence.facts}
+        self.objects = [o.name for o in evidence.objects]
+        self.views = [v.index for v in evidence.views]
+
+    def fact(self, obj: str, view: int) -> ObjectViewFact:
+        try:
+            return self.facts[(obj, view)]
+        except KeyError:
+            raise KeyError(f"no registered fact for object {obj!r} in view {view}") from None
+
+    def value(self, obj: str, view: int, name: str) -> float | None:
+        f = self.fact(obj, view)
+        if name == "visible_pixels":
+            return float(f.visible_pixels)
+        if name == "median_depth":
+            return f.median_depth
+        if f.center_2d is None:
+            return None
+        return f.center_2d[0] if name == "center_x" else f.center_2d[1]
+
+    def visible(self, view: int, min_pixels: int) -> list[str]:
+        return [o for o in self.objects if self.fact(o, view).visible_pixels >= min_pixels]
+
+
+Derivation = tuple[str | None, dict[str, Any]]
+
+
+def _adm(tpl: dict[str, Any], key: str, default: float) -> float:
+    return float(tpl["admission"].get(key, default))
+
+
+# -- rules ---------------------------------------------------------------------------------
+
+
+def _extreme_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    rule = tpl["answer_rule"]
+    names = list(slots["objects"])
+    min_vis = _adm(tpl, "min_visible_pixels", 1)
+    values = {}
+    for n in names:
+        if ft.fact(n, view).visible_pixels < min_vis:
+            return None, {"reason": f"{n} is not clearly visible"}
+        values[n] = ft.value(n, view, rule["field"])
+        if values[n] is None:
+            return None, {"reason": f"{n} has no {rule['field']}"}
+    ranked = sorted(names, key=lambda n: values[n], reverse=rule.get("pick", "min") == "max")
+    margin = abs(values[ranked[0]] - values[ranked[1]])
+    if margin < _adm(tpl, "min_margin", 0.0):
+        return None, {"reason": f"margin {margin:.3f} below admission", "values": values}
+    return ranked[0], {"field": rule["field"], "pick": rule.get("pick", "min"), "values": values, "margin": margin}
+
+
+def _extreme_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    count = int(tpl["slots"]["objects"].get("count", 3))
+    visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
+    out = []
+    for combo in itertools.combinations(visible, count):
+        answer, d = _extreme_derive(ft, view, {"objects": list(combo)}, tpl)
+        if answer is not None:
+            out.append(Candidate({"objects": list(combo)}, answer, d["margin"], d["values"]))
+    return out
+
+
+def _compare_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    rule = tpl["answer_rule"]
+    a, b = slots["a"], slots["b"]
+    min_vis = _adm(tpl, "min_visible_pixels", 1)
+    for n in (a, b):
+        if ft.fact(n, view).visible_pixels < min_vis:
+            return None, {"reason": f"{n} is not clearly visible"}
+    va, vb = ft.value(a, view, rule["field"]), ft.value(b, view, rule["field"])
+    if va is None or vb is None:
+        return None, {"reason": "value missing"}
+    margin = abs(va - vb)
+    if margin < _adm(tpl, "min_margin", 0.0):
+        return None, {"reason": f"margin {margin:.3f} below admission"}
+    holds = va < vb if rule.get("relation", "less") == "less" else va > vb
+    return ("yes" if holds else "no"), {"field": rule["field"], "relation": rule.get("relation", "less"),
+                                         "values": {a: va, b: vb}, "margin": margin}
+
+
+def _compare_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
+    out = []
+    for a, b in itertools.permutations(visible, 2):
+        answer, d = _compare_derive(ft, view, {"a": a, "b": b}, tpl)
+        if answer is not None:
+            out.append(Candidate({"a": a, "b": b}, answer, d["margin"], d["values"]))
+    return out
+
+
+def _marked_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    labels = tpl["options"].get("labels", ["A", "B"])
+    # Markers must be far enough apart on the image to tell which label belongs to which object.
+    centers = [ft.fact(n, view).center_2d for n in slots["marked"]]
+    if any(c is None for c in centers):
+        return None, {"reason": "a marked object is not visible"}
+    gap = min(((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2) ** 0.5 for a, b in itertools.combinations(centers, 2))
+    if gap < _adm(tpl, "min_separation_px", 0):
+        return None, {"reason": f"markers {gap:.0f} px apart, below admission"}
+    answer, d = _extreme_derive(ft, view, {"objects": list(slots["marked"])}, tpl)
+    if answer is None:
+        return None, d
+    return labels[list(slots["marked"]).index(answer)], {**d, "labels": dict(zip(labels, slots["marked"]))}
+
+
+def _marked_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
+    out = []
+    for a, b in itertools.permutations(visible, 2):
+        answer, d = _marked_derive(ft, view, {"marked": [a, b]}, tpl)
+        if answer is not None:
+            out.append(Candidate({"marked": [a, b]}, answer, d["margin"], d["values"]))
+    return out
+
+
+def _visible_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    px = ft.fact(slots["object"], view).visible_pixels
+    if px >= _adm(tpl, "min_visible_pixels", 1):
+        return "yes", {"visible_pixels": px}
+    if px == 0:
+        return "no", {"visible_pixels": px}
+    return None, {"reason": f"{px} visible pixels is neither clearly visible nor absent"}
+
+
+def _visible_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for obj in ft.objects:
+        answer, d = _visible_derive(ft, view, {"object": obj}, tpl)
+        if answer is not None:
+            out.append(Candidate({"object": obj}, answer, float(d["visible_pixels"]), d))
+    return out
+
+
+def _view_label(ft: FactTable, view: int) -> str:
+    return f"View {ft.views.index(view) + 1}"
+
+
+def _best_view_derive(ft: FactTable, view: int | None, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    obj = slots["object"]
+    px = {v: ft.fact(obj, v).visible_pixels for v in ft.views}
+    ranked = sorted(ft.views, key=lambda v: px[v], reverse=True)
+    best, second = px[ranked[0]], px[ranked[1]]
+    if best < _adm(tpl, "min_visible_pixels", 1):
+        return None, {"reason": "not clearly visible in any view"}
+    ratio = best / max(second, 1)
+    if ratio < _adm(tpl, "min_ratio", 1.5):
+        return None, {"reason": f"best/second ratio {ratio:.2f} below admission"}
+    return _view_label(ft, ranked[0]), {"visible_pixels": {_view_label(ft, v): px[v] for v in ft.views},
+                                         "ratio": ratio}
+
+
+def _best_view_candidates(ft: FactTable, view: int | None, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for obj in ft.objects:
+        answer, d = _best_view_derive(ft, None, {"object": obj}, tpl)
+        if answer is not None:
+            out.append(Candidate({"object": obj}, answer, d["ratio"], d["visible_pixels"]))
+    return out
+
+
+def _only_view_derive(ft: FactTable, view: int | None, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    obj = slots["object"]
+    px = {v: ft.fact(obj, v).visible_pixels for v in ft.views}
+    seen = [v for v in ft.views if px[v] >= _adm(tpl, "min_visible_pixels", 1)]
+    absent = [v for v in ft.views if px[v] == 0]
+    if len(seen) != 1 or len(absent) != len(ft.views) - 1:
+        return None, {"reason": "not visible in exactly one view"}
+    return _view_label(ft, seen[0]), {"visible_pixels": {_view_label(ft, v): px[v] for v in ft.views}}
+
+
+def _only_view_candidates(ft: FactTable, view: int | None, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for obj in ft.objects:
+        answer, d = _only_view_derive(ft, None, {"object": obj}, tpl)
+        if answer is not None:
+            out.append(Candidate({"object": obj}, answer, float(max(d["visible_pixels"].values())), d["visible_pixels"]))
+    return out
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    candidates: Callable[[FactTable, Any, dict[str, Any]], list[Candidate]]
+    derive: Callable[[FactTable, Any, dict[str, Any], dict[str, Any]], Derivation]
+    slots: tuple[str, ...]
+    question_types: tuple[str, ...]
+
+
+RULES: dict[str, Rule] = {
+    r.name: r for r in (
+        Rule("extreme", _extreme_candidates, _extreme_derive, ("objects",), ("single_choice",)),
+        Rule("compare", _compare_candidates, _compare_derive, ("a", "b"), ("yes_no",)),
+        Rule("marked_compare", _marked_candidates, _marked_derive, ("marked",), ("marked_object_choice",)),
+        Rule("visible", _visible_candidates, _visible_derive, ("object",), ("yes_no",)),
+        Rule("best_view", _best_view_candidates, _best_view_derive, ("object",), ("multi_view_choice",)),
+        Rule("only_view", _only_view_candidates, _only_view_derive, ("object",), ("multi_view_choice",)),
+    )
+}
+
+
+def rule_for(template: dict[str, Any]) -> Rule:
+    name = template["answer_rule"].get("rule")
+    if name not in RULES:
+        raise KeyError(f"template {template.get('id')!r}: unknown answer rule {name!r}; known: {sorted(RULES)}")
+    return RULES[name]
+
+
+def derive(evidence: EvidenceRecord, view: int | None, slots: dict[str, Any], template: dict[str, Any]) -> Derivation:
+    """The answer the evidence implies for these slots, or None with the reason."""
+    return rule_for(template).derive(FactTable(evidence), view, slots, template)

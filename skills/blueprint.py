@@ -1,0 +1,48 @@
+"""S1: turn a validated intent into a blueprint (targets, resources, output schema)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel
+
+from forge.artifact_types import Blueprint
+from forge.intent import Intent
+from forge.keys import digest
+from forge.skills import SkillContext, skill
+
+# Items one view yields across the tabletop template family (measured on built scenes,
+# with margin): used only to size the scene count when the intent does not give it.
+ITEMS_PER_VIEW_ESTIMATE = 6.0
+
+
+class BlueprintParams(BaseModel):
+    intent: dict[str, Any]
+
+
+@skill("blueprint.from_intent", stage="S1", params=BlueprintParams)
+def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
+    """Capability targets, question types, source sizing and gate settings from the intent."""
+    intent = Intent.model_validate(ctx.params.intent)
+    oe = intent.oe
+    per_cap = _split(oe.items, oe.capabilities)
+    sources = []
+    for src in intent.sources:
+        entry = src.model_dump(mode="json")
+        if entry.get("scenes") is None:
+            entry["scenes"] = max(2, math.ceil(oe.items / (src.views * ITEMS_PER_VIEW_ESTIMATE)))
+        sources.append(entry)
+    return [Blueprint(
+        name=intent.name, version=intent.version, seed=intent.seed, track=intent.track,
+        items_target=oe.items, capabilities=list(oe.capabilities), question_types=list(oe.question_types),
+        capability_targets=per_cap,
+        templates=[] if oe.templates == "all" else [{"name": t, "path": ""} for t in oe.templates],
+        sources=sources, gates=intent.gates.model_dump(mode="json"),
+        intent_hash=digest(ctx.params.intent),
+    )]
+
+
+def _split(total: int, keys: list[str]) -> dict[str, int]:
+    base, extra = divmod(total, len(keys))
+    return {k: base + (1 if i < extra else 0) for i, k in enumerate(keys)}

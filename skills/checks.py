@@ -1,0 +1,317 @@
+"""Contract predicates for the built-in artifact types (registered by name, used in
+``contracts/*.yaml``). Each returns pass/fail with a diagnostic; the engine decides."""
+
+from __future__ import annotations
+
+import re
+import string
+from functools import lru_cache
+
+import numpy as np
+
+from forge.artifact_types import Binding, Blueprint, EvidenceRecord, OEItem, Package, SceneSpec, SourceRecord, Template
+from forge.contracts import CheckContext, Outcome, check
+from forge.vocabulary import CAPABILITIES, QUESTION_TYPES
+from forge_skills import oe_scorer
+from forge_skills.answer_rules import RULES, derive
+
+# -- blueprint ------------------------------------------------------------------------------
+
+
+@check("blueprint_complete")
+def blueprint_complete(bp: Blueprint, ctx: CheckContext) -> Outcome:
+    """Targets, question types and resources are present and mutually compatible."""
+    from forge.resources import descriptors
+
+    problems = []
+    if sum(bp.capability_targets.values()) != bp.items_target:
+        problems.append("capability targets do not add up to the item target")
+    problems += [f"unknown capability {c}" for c in bp.capabilities if c not in CAPABILITIES]
+    problems += [f"unknown question type {q}" for q in bp.question_types if q not in QUESTION_TYPES]
+    for src in bp.sources:
+        d = descriptors().get(src.get("kind"))
+        if d is None:
+            problems.append(f"unknown resource kind {src.get('kind')}")
+        elif d.track != bp.track:
+            problems.append(f"resource {d.kind} serves track {d.track}, blueprint is {bp.track}")
+    if not bp.sources:
+        problems.append("no sources")
+    return Outcome(not problems, "; ".join(problems))
+
+
+# -- scenes and sources ---------------------------------------------------------------------
+
+
+@check("scene_well_formed")
+def scene_well_formed(scene: SceneSpec, ctx: CheckContext) -> Outcome:
+    """Object names are unique, at least two cameras, placements on the table."""
+    names = [o.name for o in scene.objects]
+    problems = []
+    if len(set(names)) != len(names):
+        problems.append("duplicate object names")
+    if len(scene.cameras) < 2:
+        problems.append("fewer than two camera views")
+    if len({c.index for c in scene.cameras}) != len(scene.cameras):
+        problems.append("duplicate camera indices")
+    problems += [f"{o.name} placed off the table" for o in scene.objects if abs(o.xy[0]) > 0.7 or abs(o.xy[1]) > 0.45]
+    return Outcome(not problems, "; ".join(problems))
+
+
+@check("source_decodable")
+def source_decodable(src: SourceRecord, ctx: CheckContext) -> Outcome:
+    """Every view's RGB decodes at its size; raw arrays exist per view with matching shapes."""
+    arrays = ctx.store.get_arrays(src.arrays)
+    problems = []
+    bodies = {o.body for o in src.objects}
+    for v in src.views:
+        rgb = ctx.store.get_image(v.rgb)
+        if rgb.shape != (v.height, v.width, 3):
+            problems.append(f"view {v.index}: RGB shape {rgb.shape}")
+        for name in (f"depth_{v.index}", f"seg_{v.index}"):
+            if name not in arrays or arrays[name].shape != (v.height, v.width):
+                problems.append(f"view {v.index}: {name} missing or mis-shaped")
+        depth = arrays.get(f"depth_{v.index}")
+        if depth is not None and not (np.isfinite(depth).all() and depth.min() >= v.near * 0.99 and depth.max() <= v.far * 1.01):
+            problems.append(f"view {v.index}: depth outside [near, far]")
+    seg_ids = set()
+    for v in src.views:
+        seg = arrays.get(f"seg_{v.index}")
+        if seg is not None:
+            seg_ids |= set(np.unique(seg).tolist())
+    if not bodies & seg_ids:
+        problems.append("no object appears in any segmentation")
+    return Outcome(not problems, "; ".join(problems))
+
+
+# -- evidence -------------------------------------------------------------------------------
+
+
+@check("evidence_consistent")
+def evidence_consistent(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
+    """One fact per (object, view); boxes inside the image; counts and depths plausible."""
+    problems = []
+    objects = {o.name for o in ev.objects}
+    views = {v.index: v for v in ev.views}
+    pairs = {(f.object, f.view) for f in ev.facts}
+    if pairs != {(o, v) for o in objects for v in views} or len(pairs) != len(ev.facts):
+        problems.append("facts do not cover every (object, view) exactly once")
+    for f in ev.facts:
+        v = views.get(f.view)
+        if f.object not in objects or v is None:
+            problems.append(f"fact refers to unknown object/view {f.object}/{f.view}")
+            continue
+        if f.visible_pixels:
+            x0, y0, x1, y1 = f.bbox_2d or (0, 0, -1, -1)
+            if not (0 <= x0 <= x1 < v.width and 0 <= y0 <= y1 < v.height):
+                problems.append(f"{f.object}@{f.view}: 2D box outside the image")
+            elif f.visible_pixels > (x1 - x0 + 1) * (y1 - y0 + 1):
+                problems.append(f"{f.object}@{f.view}: more visible pixels than box area")
+            if f.median_depth is None or not (0.0 < f.median_depth < 10.0):
+                problems.append(f"{f.object}@{f.view}: implausible median depth {f.median_depth}")
+        elif f.bbox_2d is not None or f.median_depth is not None:
+            problems.append(f"{f.object}@{f.view}: box or depth without visible pixels")
+    return Outcome(not problems, "; ".join(problems[:5]))
+
+
+@check("evidence_traceable")
+def evidence_traceable(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
+    """The evidence names its source record, and its views and objects are that record's."""
+    src = ctx.load(ev.source)
+    if not isinstance(src, SourceRecord):
+        return Outcome(False, f"source {ev.source} is a {type(src).__name__}, not a SourceRecord")
+    problems = []
+    if {(v.index, v.rgb) for v in ev.views} != {(v.index, v.rgb) for v in src.views}:
+        problems.append("views differ from the source record")
+    if {o.name for o in ev.objects} != {o.name for o in src.objects}:
+        problems.append("objects differ from the source record")
+    return Outcome(not problems, "; ".join(problems))
+
+
+# -- templates and bindings -----------------------------------------------------------------
+
+SCORING_PROTOCOLS = {"exact_choice", "yes_no"}
+OPTION_KINDS = {"objects": {"single_choice"}, "yes_no": {"yes_no"}, "labels": {"marked_object_choice"},
+                "views": {"multi_view_choice"}}
+
+
+@check("template_declares")
+def template_declares(t: Template, ctx: CheckContext) -> Outcome:
+    """Evidence slots, answer rule, options and scoring are declared and type-compatible."""
+    problems = []
+    rule = RULES.get(t.answer_rule.get("rule"))
+    if rule is None:
+        problems.append(f"unknown answer rule {t.answer_rule.get('rule')!r}")
+    else:
+        if t.question_type not in rule.question_types:
+            problems.append(f"rule {rule.name} answers {rule.question_types}, not {t.question_type}")
+        if set(t.slots) != set(rule.slots):
+            problems.append(f"slots {sorted(t.slots)} do not match rule slots {list(rule.slots)}")
+    kind = t.options.get("kind")
+    if t.question_type not in OPTION_KINDS.get(kind, set()):
+        problems.append(f"option kind {kind!r} does not fit question type {t.question_type}")
+    if t.scoring.get("protocol") not in SCORING_PROTOCOLS:
+        problems.append(f"unknown scoring protocol {t.scoring.get('protocol')!r}")
+    for text in t.realizations:
+        fields = {f for _, f, _, _ in string.Formatter().parse(text) if f}
+        if not fields <= set(t.slots):
+            problems.append(f"realization uses undeclared slots {sorted(fields - set(t.slots))}")
+    if t.media.get("layout") not in ("single_view", "multi_view"):
+        problems.append(f"unknown media layout {t.media.get('layout')!r}")
+    if (t.media.get("layout") == "multi_view") != (t.scope == "scene"):
+        problems.append("multi-view media needs scene scope and vice versa")
+    return Outcome(not problems, "; ".join(problems))
+
+
+@check("binding_answer_derivable")
+def binding_answer_derivable(b: Binding, ctx: CheckContext) -> Outcome:
+    """Re-deriving the answer from the registered evidence gives the bound answer."""
+    ev = ctx.load(b.evidence)
+    tpl = ctx.load(b.template_artifact)
+    answer, why = derive(ev, b.view, b.slots, tpl.model_dump())
+    if answer is None:
+        return Outcome(False, f"evidence does not determine a unique answer: {why.get('reason')}")
+    return Outcome(answer == b.answer, "" if answer == b.answer else f"evidence gives {answer!r}, binding says {b.answer!r}")
+
+
+@check("binding_references")
+def binding_references(b: Binding, ctx: CheckContext) -> Outcome:
+    """Every slot names an object of the evidence record, and the view exists."""
+    ev = ctx.load(b.evidence)
+    names = {o.name for o in ev.objects}
+    used = []
+    for v in b.slots.values():
+        used.extend(v if isinstance(v, list) else [v])
+    missing = [n for n in used if n not in names]
+    bad_view = b.view is not None and b.view not in {v.index for v in ev.views}
+    return Outcome(not missing and not bad_view, f"unknown objects {missing}" if missing else ("unknown view" if bad_view else ""))
+
+
+# -- items ----------------------------------------------------------------------------------
+
+
+@check("item_answer_in_options")
+def item_answer_in_options(item: OEItem, ctx: CheckContext) -> Outcome:
+    """At least two distinct options; the answer is one of them at ``answer_index``."""
+    problems = []
+    if len(item.options) < 2:
+        problems.append("fewer than two options")
+    if len({o.lower() for o in item.options}) != len(item.options):
+        problems.append("duplicate options")
+    if item.answer_index is None or not (0 <= item.answer_index < len(item.options)) \
+            or item.options[item.answer_index] != item.answer:
+        problems.append("answer_index does not point at the answer")
+    return Outcome(not problems, "; ".join(problems))
+
+
+@check("item_answer_derivable")
+def item_answer_derivable(item: OEItem, ctx: CheckContext) -> Outcome:
+    """The item's key equals the answer re-derived from evidence through its binding."""
+    b = ctx.load(item.binding)
+    ev = ctx.load(item.evidence)
+    if b.evidence != item.evidence:
+        return Outcome(False, "item and binding name different evidence records")
+    tpl = ctx.load(b.template_artifact)
+    answer, why = derive(ev, b.view, b.slots, tpl.model_dump())
+    if answer is None:
+        return Outcome(False, f"evidence does not determine a unique answer: {why.get('reason')}")
+    return Outcome(answer == item.answer, "" if answer == item.answer else f"evidence gives {answer!r}, key says {item.answer!r}")
+
+
+@check("item_scorer_executes")
+def item_scorer_executes(item: OEItem, ctx: CheckContext) -> Outcome:
+    """The scorer gives 1 to the key (letter and text), 0 to every other option and to junk."""
+    key = {"scoring": item.scoring, "options": item.options, "answer_index": item.answer_index}
+    if item.answer_index is None:
+        return Outcome(False, "no answer index")
+    letter = string.ascii_uppercase[item.answer_index]
+    problems = []
+    if oe_scorer.score_item(key, letter) != 1.0 or oe_scorer.score_item(key, item.answer) != 1.0:
+        problems.append("key does not score 1")
+    for i, opt in enumerate(item.options):
+        if i != item.answer_index and oe_scorer.score_item(key, opt) != 0.0:
+            problems.append(f"wrong option {opt!r} scores above 0")
+    if oe_scorer.score_item(key, "I cannot tell") != 0.0 or oe_scorer.score_item(key, None) != 0.0:
+        problems.append("invalid response scores above 0")
+    return Outcome(not problems, "; ".join(problems))
+
+
+_HIDDEN = re.compile(r"(\burdf\b|\.urdf|\bbody\s*\d+|\bseg(mentation)?\b|\bdepth map\b|[0-9a-f]{16,}|\{|\})", re.I)
+
+
+@check("item_no_leakage")
+def item_no_leakage(item: OEItem, ctx: CheckContext) -> Outcome:
+    """Visible text holds no ids or internals, and no choice question states its own answer."""
+    texts = [item.question, *item.options, item.response_format]
+    leaks = [m.group(0) for t in texts for m in [_HIDDEN.search(t)] if m]
+    if item.question_type == "single_choice" and item.answer.lower() in item.question.lower():
+        leaks.append(f"answer {item.answer!r} appears in the question")
+    return Outcome(not leaks, f"visible text leaks: {leaks}" if leaks else "")
+
+
+@check("media_processed_rgb")
+def media_processed_rgb(item: OEItem, ctx: CheckContext, min_colors: int = 48) -> Outcome:
+    """Every visible medium is a decodable RGB image, not a raw depth or segmentation map."""
+    problems = []
+    for m in item.media:
+        mode, grey, colors = _media_stats(ctx.store.blob_path(m.blob))
+        if mode != "RGB":
+            problems.append(f"{m.blob[:10]}: mode {mode}, expected RGB")
+        elif grey:
+            problems.append(f"{m.blob[:10]}: grey-scale (looks like a depth map)")
+        elif colors < min_colors:
+            problems.append(f"{m.blob[:10]}: only {colors} colours (looks like a label map)")
+    return Outcome(not problems, "; ".join(problems))
+
+
+@lru_cache(maxsize=4096)
+def _media_stats(path) -> tuple[str, bool, int]:
+    """(mode, grey-scale?, distinct colours) of an image blob; blobs are immutable, so cached."""
+    from PIL import Image
+
+    with Image.open(path) as img:
+        mode = img.mode
+        if mode != "RGB":
+            return mode, False, 0
+        a = np.asarray(img)
+    grey = bool(np.array_equal(a[..., 0], a[..., 1]) and np.array_equal(a[..., 1], a[..., 2]))
+    packed = (a[..., 0].astype(np.uint32) << 16) | (a[..., 1].astype(np.uint32) << 8) | a[..., 2]
+    return mode, grey, int(len(np.unique(packed.ravel())))
+
+
+@check("realization_natural")
+def realization_natural(item: OEItem, ctx: CheckContext) -> Outcome:
+    """The question reads as one well-formed question (built-in verifier backend)."""
+    words = item.question.split()
+    problems = []
+    if not item.question.strip().endswith("?"):
+        problems.append("does not end with a question mark")
+    if not 4 <= len(words) <= 40:
+        problems.append(f"{len(words)} words")
+    if re.search(r"\b(\w+) \1\b", item.question, re.I):
+        problems.append("repeated word")
+    return Outcome(not problems, "; ".join(problems), backend="builtin-verifier")
+
+
+# -- package --------------------------------------------------------------------------------
+
+
+@check("package_resolvable")
+def package_resolvable(pkg: Package, ctx: CheckContext) -> Outcome:
+    """Every file resolves to a stored blob and the manifest lists every other file."""
+    import json
+
+    missing = [p for p, h in pkg.files.items() if not ctx.store.has_blob(h)]
+    manifest = json.loads(ctx.store.get_blob(pkg.manifest))
+    listed = set(manifest["files"])
+    expected = set(pkg.files) - {"manifest.json"}
+    problems = []
+    if missing:
+        problems.append(f"missing blobs for {missing[:3]}")
+    if listed != expected:
+        problems.append("manifest does not list exactly the package files")
+    if next(iter(manifest)) != "format_version":
+        problems.append("manifest does not start with format_version")
+    items = ctx.store.get_blob(pkg.files["items.jsonl"]).decode().count("\n")
+    if items != pkg.counts.get("items"):
+        problems.append(f"items.jsonl has {items} lines, counts say {pkg.counts.get('items')}")
+    return Outcome(not problems, "; ".join(problems))

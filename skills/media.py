@@ -1,0 +1,60 @@
+"""Model-visible media: processed RGB only (markers, labelled panels), never raw depth or
+segmentation. Deterministic, so equal inputs give byte-identical PNGs (shared blobs)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+MARKER_COLOR = (255, 0, 200)
+PANEL_GAP = 6
+
+
+@lru_cache(maxsize=4)
+def _font(size: int) -> ImageFont.ImageFont:
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:  # Pillow < 10.1 has no scalable default font
+        return ImageFont.load_default()
+
+
+def _label(draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, size: int) -> None:
+    font = _font(size)
+    x0, y0, x1, y1 = draw.textbbox(xy, text, font=font)
+    draw.rectangle((x0 - 3, y0 - 2, x1 + 3, y1 + 2), fill=(255, 255, 255), outline=(0, 0, 0))
+    draw.text(xy, text, fill=(0, 0, 0), font=font)
+
+
+def draw_markers(rgb: np.ndarray, markers: list[dict]) -> np.ndarray:
+    """Ring each marked object and tag it with its label; all markers look alike."""
+    img = Image.fromarray(rgb).convert("RGB")
+    draw = ImageDraw.Draw(img)
+    h, w = rgb.shape[:2]
+    size = max(10, h // 18)
+    for m in markers:
+        x0, y0, x1, y1 = m["bbox"]
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        r = max(x1 - x0, y1 - y0) / 2 + 5
+        draw.ellipse((cx - r, cy - r, cx + r, cy + r), outline=MARKER_COLOR, width=2)
+        # The label sits centred just above its ring (below it when the ring touches the top).
+        lx = min(max(cx - size / 3, 2), w - size - 6)
+        ly = cy - r - size - 4 if cy - r - size - 4 >= 2 else min(cy + r + 3, h - size - 6)
+        _label(draw, (lx, ly), m["label"], size)
+    return np.asarray(img)
+
+
+def panel(images: list[np.ndarray], labels: list[str]) -> np.ndarray:
+    """Views side by side, each tagged with its label in the top-left corner."""
+    h = max(i.shape[0] for i in images)
+    w = sum(i.shape[1] for i in images) + PANEL_GAP * (len(images) - 1)
+    canvas = Image.new("RGB", (w, h), (255, 255, 255))
+    draw = ImageDraw.Draw(canvas)
+    x = 0
+    size = max(10, h // 16)
+    for img, label in zip(images, labels):
+        canvas.paste(Image.fromarray(img).convert("RGB"), (x, 0))
+        _label(draw, (x + 6, 5), label, size)
+        x += img.shape[1] + PANEL_GAP
+    return np.asarray(canvas)

@@ -1,0 +1,132 @@
+"""S5: assemble the release: items, answer key, media, scorer, composition and manifest.
+
+The package is an artifact whose content maps every file to a blob; the engine writes it to
+``packages_out/<name>-<version>/`` atomically. Nothing here depends on time or machine, so
+the same accepted items always give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from forge import PACKAGE_FORMAT_VERSION
+from forge.artifact_types import Blueprint, OEItem, Package
+from forge.keys import digest
+from forge.skills import SkillContext, skill
+
+
+def module_name(package_name: str) -> str:
+    return package_name.replace("-", "_")
+
+
+@skill("package.oe_package", stage="S5")
+def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> list[Package]:
+    """Select the blueprint's composition from accepted items and lay out the package files."""
+    ids = ctx.input_ids["items"]
+    selected = select_composition(blueprint, list(zip(ids, items)))
+    mod = module_name(blueprint.name)
+    files: dict[str, str] = {}
+    item_rows, answer_rows = [], []
+    for iid, item in selected:
+        media_paths = []
+        for m in item.media:
+            path = f"media/{m.blob[:32]}.png"
+            files[path] = m.blob
+            media_paths.append({"path": path, "role": m.role, "label": m.label})
+        visible = {f: getattr(item, f) for f in OEItem.VISIBLE_FIELDS if f != "media"}
+        item_rows.append({"id": iid, **visible, "media": media_paths})
+        answer_rows.append({"id": iid, "answer": item.answer, "answer_index": item.answer_index,
+                            "options": item.options, "scoring": item.scoring, "capability": item.capability,
+                            "question_type": item.question_type, "template": item.template})
+    composition = _composition(blueprint, [it for _, it in selected])
+    files["items.jsonl"] = ctx.put_blob(_jsonl(item_rows))
+    files["answers.jsonl"] = ctx.put_blob(_jsonl(answer_rows))
+    files["composition.json"] = ctx.put_blob(_json(composition))
+    files[f"{mod}/__init__.py"] = ctx.put_blob(f'"""Scorer of the {blueprint.name} benchmark."""\n'.encode())
+    files[f"{mod}/score.py"] = ctx.put_blob((Path(__file__).parent / "oe_scorer.py").read_bytes())
+    files["README.md"] = ctx.put_blob(_readme(blueprint, composition, mod).encode())
+    counts = {"items": len(item_rows), "media": sum(1 for p in files if p.startswith("media/")),
+              "accepted_candidates": len(items)}
+    manifest = {
+        "format_version": PACKAGE_FORMAT_VERSION,
+        "name": blueprint.name,
+        "version": blueprint.version,
+        "track": blueprint.track,
+        "intent_hash": blueprint.intent_hash,
+        "store_snapshot": digest(sorted(i for i, _ in selected)),
+        "counts": counts,
+        "files": {p: files[p] for p in sorted(files)},
+    }
+    manifest_blob = ctx.put_blob(_json(manifest))
+    files["manifest.json"] = manifest_blob
+    return [Package(name=blueprint.name, version=blueprint.version, files=files, counts=counts,
+                    manifest=manifest_blob)]
+
+
+def select_composition(blueprint: Blueprint, items: list[tuple[str, OEItem]]) -> list[tuple[str, OEItem]]:
+    """Meet the capability targets: round-robin over each capability's templates, in id order."""
+    by_cap: dict[str, dict[str, list[tuple[str, OEItem]]]] = {}
+    for iid, item in sorted(items, key=lambda x: x[0]):
+        by_cap.setdefault(item.capability, {}).setdefault(item.template, []).append((iid, item))
+    selected: list[tuple[str, OEItem]] = []
+    for cap, target in blueprint.capability_targets.items():
+        pools = [_interleave_answers(by_cap.get(cap, {})[t]) for t in sorted(by_cap.get(cap, {}))]
+        taken = 0
+        depth = 0
+        while taken < target and any(len(p) > depth for p in pools):
+            for p in pools:
+                if len(p) > depth and taken < target:
+                    selected.append(p[depth])
+                    taken += 1
+            depth += 1
+    return sorted(selected, key=lambda x: x[0])
+
+
+def _interleave_answers(pool: list[tuple[str, OEItem]]) -> list[tuple[str, OEItem]]:
+    """Alternate answers (in id order within each) so any prefix keeps the answers balanced."""
+    groups: dict[str, list[tuple[str, OEItem]]] = {}
+    for iid, item in pool:
+        groups.setdefault(item.answer, []).append((iid, item))
+    out: list[tuple[str, OEItem]] = []
+    lists = [groups[a] for a in sorted(groups)]
+    for depth in range(max((len(x) for x in lists), default=0)):
+        out.extend(x[depth] for x in lists if len(x) > depth)
+    return out
+
+
+def _composition(blueprint: Blueprint, items: list[OEItem]) -> dict[str, Any]:
+    caps = Counter(i.capability for i in items)
+    qts = Counter(i.question_type for i in items)
+    tpls = Counter(i.template for i in items)
+    answers = Counter((i.template, i.answer_index) for i in items)
+    return {
+        "target_items": blueprint.items_target,
+        "items": len(items),
+        "capabilities": {c: {"target": t, "achieved": caps.get(c, 0)} for c, t in blueprint.capability_targets.items()},
+        "question_types": dict(sorted(qts.items())),
+        "templates": dict(sorted(tpls.items())),
+        "answer_positions": {t: {str(k): v for (tt, k), v in sorted(answers.items()) if tt == t} for t in sorted(tpls)},
+    }
+
+
+def _readme(blueprint: Blueprint, composition: dict[str, Any], mod: str) -> str:
+    lines = [f"# {blueprint.name} {blueprint.version}", "",
+             f"Offline-EQA benchmark with {composition['items']} items.", "",
+             "| capability | target | achieved |", "|---|---|---|"]
+    for cap, row in composition["capabilities"].items():
+        lines.append(f"| {cap} | {row['target']} | {row['achieved']} |")
+    lines += ["", "Give models `items.jsonl` and the `media/` folder; keep `answers.jsonl` hidden.",
+              "Score predictions (one `{\"id\": ..., \"response\": ...}` per line) with:", "",
+              f"    python -m {mod}.score predictions.jsonl", ""]
+    return "\n".join(lines)
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows).encode()
+
+
+def _json(obj: Any) -> bytes:
+    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode()

@@ -1,0 +1,167 @@
+"""S4: load expert templates, bind them to evidence, and realize candidate OE items."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from forge.artifact_types import Binding, Blueprint, EvidenceRecord, MediaRef, OEItem, Template
+from forge.keys import file_digest
+from forge.skills import Output, SkillContext, skill
+from forge_skills.answer_rules import Candidate, FactTable, rule_for
+from forge_skills.media import draw_markers, panel
+from forge_skills.template_library import read_template, resolve_label
+
+RESPONSE_FORMATS = {
+    "yes_no": "Answer with yes or no.",
+    "single_choice": "Answer with the letter of the correct option.",
+    "marked_object_choice": "Answer with the label of the marked object.",
+    "multi_view_choice": "Answer with the letter of the correct view option.",
+}
+
+
+class TemplateParams(BaseModel):
+    template: str
+    label: str
+
+
+def _template_file(params: dict[str, Any]) -> dict[str, str]:
+    return {f"template:{params['label']}": str(resolve_label(params["label"]))}
+
+
+@skill("synthesize.load_template", stage="S4", params=TemplateParams, reads=_template_file)
+def load_template(ctx: SkillContext, blueprint: Blueprint) -> list[Template]:
+    """Read one expert template; emit it when the blueprint asks for its capability and type."""
+    path = resolve_label(ctx.params.label)
+    tpl = read_template(path)
+    wanted = [t.name for t in blueprint.templates]
+    if wanted and tpl.id not in wanted:
+        return []
+    if not wanted and (tpl.capability not in blueprint.capabilities or tpl.question_type not in blueprint.question_types):
+        return []
+    return [Template(**tpl.model_dump(), file=ctx.params.label, file_hash=file_digest(str(path)))]
+
+
+def _applies(template: Template, evidence: EvidenceRecord) -> bool:
+    return template.scope == "view" or len(evidence.views) >= 2
+
+
+@skill("synthesize.bind_template", stage="S4", applies=_applies)
+def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecord) -> list[Binding]:
+    """Fill the template's slots with admissible evidence, balancing the answers."""
+    tpl = template.model_dump()
+    rule = rule_for(tpl)
+    ft = FactTable(evidence)
+    views: list[int | None] = list(ft.views) if template.scope == "view" else [None]
+    outputs = []
+    for view in views:
+        chosen = _select(rule.candidates(ft, view, tpl), template.max_per_evidence, ctx.rng,
+                         template.question_type == "yes_no")
+        for k, cand in enumerate(chosen):
+            key = f"v{view if view is not None else 'all'}-{k}"
+            outputs.append(Output(Binding(
+                template=template.id, template_artifact=ctx.input_ids["template"], evidence=ctx.input_ids["evidence"],
+                scene_index=evidence.scene_index, view=view, slots=cand.slots, answer=cand.answer,
+                derivation={"rule": tpl["answer_rule"], "values": cand.values},
+                admission_scores={"margin": round(float(cand.margin), 6)},
+                variant=int(ctx.rng.integers(len(template.realizations))),
+                presentation=_presentation(template, evidence, ft, view, cand),
+            ), key=key))
+    return outputs
+
+
+def _select(cands: list[Candidate], k: int, rng, balance_yes_no: bool) -> list[Candidate]:
+    # One candidate per unordered object set: (a, b) and (b, a) are the same question.
+    unique: dict[tuple, Candidate] = {}
+    order = rng.permutation(len(cands)) if cands else []
+    for i in order:
+        c = cands[int(i)]
+        key = tuple(sorted(_objects_of(c.slots)))
+        unique.setdefault(key, c)
+    groups: dict[str, list[Candidate]] = {}
+    for c in unique.values():
+        groups.setdefault(c.answer, []).append(c)
+    if balance_yes_no:
+        n = min(len(groups.get("yes", [])), len(groups.get("no", [])), k // 2)
+        picked = groups.get("yes", [])[:n] + groups.get("no", [])[:n]
+        return [picked[int(i)] for i in rng.permutation(len(picked))] if picked else []
+    answers = sorted(groups)
+    answers = [answers[int(i)] for i in rng.permutation(len(answers))]
+    picked: list[Candidate] = []
+    depth = 0
+    while len(picked) < k and any(len(groups[a]) > depth for a in answers):
+        for a in answers:
+            if len(groups[a]) > depth and len(picked) < k:
+                picked.append(groups[a][depth])
+        depth += 1
+    return picked
+
+
+def _objects_of(slots: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for v in slots.values():
+        out.extend(v if isinstance(v, list) else [v])
+    return out
+
+
+def _presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, view: int | None,
+                  cand: Candidate) -> dict[str, Any]:
+    if template.media.get("layout") == "multi_view":
+        media = [{"view": v.index, "rgb": v.rgb, "label": f"View {i + 1}"} for i, v in enumerate(evidence.views)]
+    else:
+        v = next(v for v in evidence.views if v.index == view)
+        media = [{"view": v.index, "rgb": v.rgb, "label": "image"}]
+    markers = []
+    if template.media.get("markers"):
+        labels = template.options.get("labels", ["A", "B"])
+        for label, name in zip(labels, cand.slots["marked"]):
+            f = ft.fact(name, view)
+            markers.append({"label": label, "object": name, "bbox": f.bbox_2d})
+    return {
+        "realizations": template.realizations, "options": template.options, "media": media, "markers": markers,
+        "layout": template.media.get("layout", "single_view"), "question_type": template.question_type,
+        "capability": template.capability, "scoring": template.scoring,
+    }
+
+
+@skill("synthesize.realize_item", stage="S4")
+def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
+    """Write the question, options and visible media of one item from its binding."""
+    pres = binding.presentation
+    names = {k: v for k, v in binding.slots.items() if isinstance(v, str)}
+    question = pres["realizations"][binding.variant].format(**names)
+    kind = pres["options"].get("kind")
+    if kind == "objects":
+        objs = list(binding.slots["objects"])
+        options = [objs[int(i)] for i in ctx.rng.permutation(len(objs))]
+    elif kind == "yes_no":
+        options = ["yes", "no"]
+    elif kind == "labels":
+        options = list(pres["options"].get("labels", ["A", "B"]))
+    elif kind == "views":
+        options = [m["label"] for m in pres["media"]]
+    else:
+        raise ValueError(f"template {binding.template!r}: unknown option kind {kind!r}")
+    media = _media(ctx, pres)
+    return [OEItem(
+        question=question, options=options, media=media,
+        response_format=RESPONSE_FORMATS.get(pres["question_type"], "Answer with the letter of the correct option."),
+        question_type=pres["question_type"], capability=pres["capability"], answer=binding.answer,
+        answer_index=options.index(binding.answer) if binding.answer in options else None,
+        scoring=pres["scoring"], template=binding.template, binding=ctx.input_ids["binding"],
+        evidence=binding.evidence, derivation=binding.derivation,
+    )]
+
+
+def _media(ctx: SkillContext, pres: dict[str, Any]) -> list[MediaRef]:
+    sources = pres["media"]
+    if pres["layout"] == "multi_view":
+        images = [ctx.get_image(m["rgb"]) for m in sources]
+        return [MediaRef(blob=ctx.put_png(panel(images, [m["label"] for m in sources])), role="views",
+                         label=", ".join(m["label"] for m in sources))]
+    src = sources[0]
+    if pres["markers"]:
+        marked = draw_markers(ctx.get_image(src["rgb"]), pres["markers"])
+        return [MediaRef(blob=ctx.put_png(marked), role="image", label="image with marked objects")]
+    return [MediaRef(blob=src["rgb"], role="image", label="image")]

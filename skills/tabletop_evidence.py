@@ -1,0 +1,70 @@
+"""S3: register per-object, per-view facts from the simulator's ground truth.
+
+Visible pixels and 2D boxes come from the segmentation, depth from the metric depth map
+(median over the object's visible pixels), 3D boxes and poses from the simulator state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from forge.artifact_types import EvidenceObject, EvidenceRecord, EvidenceView, ObjectViewFact, SourceRecord
+from forge.skills import SkillContext, skill
+
+
+@skill("structure.tabletop_evidence", stage="S3")
+def tabletop_evidence(ctx: SkillContext, source: SourceRecord) -> list[EvidenceRecord]:
+    """Visible pixels, 2D box, centroid and median depth of every object in every view."""
+    arrays = ctx.get_arrays(source.arrays)
+    facts: list[ObjectViewFact] = []
+    for view in source.views:
+        seg = arrays[f"seg_{view.index}"]
+        depth = arrays[f"depth_{view.index}"]
+        if seg.shape != (view.height, view.width) or depth.shape != seg.shape:
+            raise ValueError(f"view {view.index}: array shapes {seg.shape}/{depth.shape} do not match "
+                             f"{view.height}x{view.width}")
+        proj = _projection(view.intrinsics, view.near, view.far)
+        vm = np.array(view.view_matrix, dtype=float).reshape(4, 4, order="F")
+        for obj in source.objects:
+            mask = seg == obj.body
+            count = int(mask.sum())
+            center3 = (np.array(obj.aabb_min) + np.array(obj.aabb_max)) / 2.0
+            u, v, z = _project(center3, vm, proj, view.width, view.height)
+            in_frustum = bool(z > view.near and 0 <= u < view.width and 0 <= v < view.height)
+            fact = ObjectViewFact(object=obj.name, view=view.index, visible_pixels=count, in_frustum=in_frustum,
+                                  projected_center=[round(u, 2), round(v, 2)] if np.isfinite(u) else None)
+            if count:
+                ys, xs = np.nonzero(mask)
+                fact.bbox_2d = [int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())]
+                fact.center_2d = [round(float(xs.mean()), 2), round(float(ys.mean()), 2)]
+                fact.median_depth = round(float(np.median(depth[mask])), 5)
+            facts.append(fact)
+    return [EvidenceRecord(
+        source=ctx.input_ids["source"], scene_index=source.scene_index,
+        views=[EvidenceView(index=v.index, rgb=v.rgb, width=v.width, height=v.height) for v in source.views],
+        objects=[EvidenceObject(name=o.name, category=o.category, color=o.color, position=o.position,
+                                box_3d_min=o.aabb_min, box_3d_max=o.aabb_max) for o in source.objects],
+        facts=facts,
+    )]
+
+
+def _projection(intr: dict[str, float], near: float, far: float) -> np.ndarray:
+    """OpenGL projection matrix equivalent to the pinhole intrinsics."""
+    w, h = intr["width"], intr["height"]
+    m = np.zeros((4, 4))
+    m[0, 0] = 2 * intr["fx"] / w
+    m[1, 1] = 2 * intr["fy"] / h
+    m[2, 2] = -(far + near) / (far - near)
+    m[2, 3] = -2 * far * near / (far - near)
+    m[3, 2] = -1
+    return m
+
+
+def _project(point: np.ndarray, view: np.ndarray, proj: np.ndarray, width: float, height: float):
+    cam = view @ np.array([*point, 1.0])
+    clip = proj @ cam
+    depth = float(-cam[2])
+    if clip[3] <= 1e-9:
+        return float("nan"), float("nan"), depth
+    ndc = clip[:3] / clip[3]
+    return float((ndc[0] + 1) * 0.5 * width), float((1 - ndc[1]) * 0.5 * height), depth

@@ -1,0 +1,1 @@
+"""The expert template library (YAML), grouped by resource family."""
