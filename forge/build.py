@@ -18,6 +18,7 @@ from forge.intent import LoadedIntent, load_intent
 from forge.packaging import export
 from forge.planner import compose, extra_contract_dirs
 from forge.progress import Progress
+from forge.resources import descriptor
 from forge.refs import forced_run_keys, resolve
 from forge.skills import discover
 from forge.store import Store
@@ -55,9 +56,11 @@ def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[
         executor = Executor(store, contracts, build_id, workers=workers, progress=progress,
                             force=(lambda inv: inv.run_key in force_keys) if force_keys else None)
         log = GateLog(build_id)
-        runner = StageRunner(workflow, executor, store, loaded.intent.gates.model_dump(), progress, log)
+        scale = descriptor(loaded.intent.sources[0].kind).scale
+        runner = StageRunner(workflow, executor, store, loaded.intent.gates.model_dump(), progress, log, scale)
         try:
-            state = stage_graph(runner).invoke({"ids": {}, "stage_seconds": {}, "notes": []})
+            state = stage_graph(runner).invoke({"ids": {}, "stage_seconds": {}, "notes": [], "units": 0, "topups": 0},
+                                               {"recursion_limit": 50})
             pkg = executor.load(state["ids"]["Package"][0])
             path, written = export(store, pkg, Path(options.out_dir))
         except ForgeError as exc:
@@ -86,6 +89,10 @@ def _summary(runner: StageRunner, state: dict[str, Any], build_id: str, store_di
         "artifacts_reused": sum(r.reused for r in res.values()),
         "artifacts_created": sum(r.created for r in res.values()),
         "artifacts_reverified": sum(r.reverified for r in res.values()),
+        "units_collected": state.get("units", 0),
+        "topups": state.get("topups", 0),
+        "notes": state.get("notes", []),
+        "bindings": stats.get("bindings", 0),
         "items_candidates": stats.get("candidates", 0),
         "items_accepted": len(accepted),
         "items_rejected": rejected,

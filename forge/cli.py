@@ -112,7 +112,7 @@ def rebuild(ref: str, intent: str | None, store: str | None, out: str, workers: 
         intent_path = intent
         if intent_path is None:
             with Store(store_dir, read_only=True) as s:
-                row = s.execute("SELECT intent_path FROM builds ORDER BY started_at DESC LIMIT 1").fetchone()
+                row = s.one("SELECT intent_path FROM builds ORDER BY started_at DESC LIMIT 1")
             if row is None:
                 raise StoreError(f"{store_dir}: no build recorded; give the intent file")
             intent_path = row[0]

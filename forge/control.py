@@ -7,6 +7,7 @@ every invocation already stored is reused and only the missing ones execute.
 
 from __future__ import annotations
 
+import math
 import operator
 import time
 from typing import Annotated, Any, TypedDict
@@ -16,7 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from forge.artifact_types import Binding, OEItem, Template
 from forge.errors import ContractError, DefinitionError, SkillExecutionError
 from forge.executor import Executor, NodeResult
-from forge.gates import GateLog, blind_evaluation, grey_batches, judge_grey_batch, screen_invalid
+from forge.gates import GateLog, allocate, blind_evaluation, grey_batches, judge_grey_batch, screen_invalid
 from forge.planner import Workflow
 from forge.progress import Progress
 from forge.store import Store
@@ -26,18 +27,31 @@ def _merge(a: dict[str, list[str]], b: dict[str, list[str]]) -> dict[str, list[s
     return {**a, **b}
 
 
+def _add(a: float, b: float) -> float:
+    return a + b
+
+
 class BuildState(TypedDict, total=False):
     ids: Annotated[dict[str, list[str]], _merge]  # artifact type -> verified ids handed downstream
     stage_seconds: Annotated[dict[str, float], _merge]
     notes: Annotated[list[str], operator.add]
+    units: int  # scenes (or other source units) to collect
+    topups: int  # how many times S4 sent the loop back to S2 for more evidence
+
+
+# Synthesis realizes this much more than the targets ask, to absorb rejections at the gates.
+HEADROOM = 1.15
+MAX_TOPUPS = 3
 
 
 class StageRunner:
     """Runs the workflow's nodes stage by stage and applies the gates between them."""
 
     def __init__(self, workflow: Workflow, executor: Executor, store: Store, gate_settings: dict[str, Any],
-                 progress: Progress, gate_log: GateLog) -> None:
+                 progress: Progress, gate_log: GateLog, scale: dict[str, str]) -> None:
         self.workflow = workflow
+        self.scale = scale
+        self._collected_units = 0
         self.executor = executor
         self.store = store
         self.gates = gate_settings
@@ -78,7 +92,8 @@ class StageRunner:
         self.progress.stage(f"{stage} {_STAGE_TITLES[stage]}")
         t0 = time.perf_counter()
         update = fn(state)
-        update.setdefault("stage_seconds", {})[stage] = time.perf_counter() - t0
+        key = stage.split()[0]
+        update["stage_seconds"] = {key: state.get("stage_seconds", {}).get(key, 0.0) + time.perf_counter() - t0}
         return update
 
     # -- stages ---------------------------------------------------------------------------
@@ -90,27 +105,45 @@ class StageRunner:
 
     def s2_collect(self, state: BuildState) -> dict[str, Any]:
         ids = state["ids"]
+        bp = self.executor.load(ids["Blueprint"][0])
+        units = state.get("units") or int(bp.sources[0][self.scale["field"]])
+        self.workflow.node("plan").fanout = [{self.scale["parameter"]: i} for i in range(units)]
         plan = self._run("plan", ids)
         self._require("plan", plan, "scene specification")
         src = self._run("collect", {**ids, "SceneSpec": plan.verified})
         self._require("collect", src, "source record")
-        return {"ids": {"SceneSpec": plan.verified, "SourceRecord": src.verified}}
+        return {"ids": {"SceneSpec": plan.verified, "SourceRecord": src.verified}, "units": units}
 
     def s3_structure(self, state: BuildState) -> dict[str, Any]:
         ev = self._run("structure", state["ids"])
         self._require("structure", ev, "evidence record")
         return {"ids": {"EvidenceRecord": ev.verified}}
 
-    def s4_synthesize(self, state: BuildState) -> dict[str, Any]:
+    def s4_bind(self, state: BuildState) -> dict[str, Any]:
         ids = state["ids"]
         tpl = self._run("template", ids)
         self._require("template", tpl, "template")
         self._check_coverage(tpl.verified)
         bind = self._run("bind", {**ids, "Template": tpl.verified})
         self._require("bind", bind, "binding")
-        bindings = {bid: self.executor.load(bid) for bid in bind.verified}
         self.executor.preload(bind.verified)
-        grey, rest = grey_batches(bindings, self.gates["grey_batch"])
+        update: dict[str, Any] = {"ids": {"Template": tpl.verified, "Binding": bind.verified}}
+        extra = self._extra_units(bind.verified, state)
+        if extra:
+            update["units"] = state["units"] + extra
+            update["topups"] = state.get("topups", 0) + 1
+            update["notes"] = [f"composition short of its targets: collecting {extra} more units"]
+            self.progress.stage(f"   {update['notes'][0]}")
+        return update
+
+    def wants_more(self, state: BuildState) -> str:
+        return "more" if state.get("units", 0) > self._collected_units else "enough"
+
+    def s4_realize(self, state: BuildState) -> dict[str, Any]:
+        ids = state["ids"]
+        bindings: dict[str, Binding] = {bid: self.executor.load(bid) for bid in ids["Binding"]}
+        plan = allocate(self._blueprint(), bindings, HEADROOM)
+        grey, rest = grey_batches(plan, self.gates["grey_batch"])
         items_ok: list[str] = []
         items_bad: list[str] = []
         # Gate A: a small batch per template first; only templates that pass get full synthesis.
@@ -130,8 +163,31 @@ class StageRunner:
         kept = [i for i in items_ok if self.executor.load(i).template not in disabled]
         held = [i for i in items_ok if self.executor.load(i).template in disabled]
         self.item_stats.update({"candidates": len(items_ok) + len(items_bad), "contract_rejected": items_bad,
-                                "grey_held": held})
-        return {"ids": {"Template": tpl.verified, "Binding": bind.verified, "OEItem": kept}}
+                                "grey_held": held, "bindings": len(bindings),
+                                "bindings_realized": sum(len(v) for v in plan.values())})
+        return {"ids": {"OEItem": kept}}
+
+    def _blueprint(self):
+        return self.executor.load(self.results["blueprint"].verified[0])
+
+    def _extra_units(self, binding_ids: list[str], state: BuildState) -> int:
+        """More source units when some capability has fewer bindings than its target needs."""
+        units = state["units"]
+        self._collected_units = units
+        bp = self._blueprint()
+        if state.get("topups", 0) >= MAX_TOPUPS or bp.sources[0].get(self.scale["field"] + "_given"):
+            return 0
+        have: dict[str, int] = {}
+        for bid in binding_ids:
+            cap = self.executor.load(bid).presentation["capability"]
+            have[cap] = have.get(cap, 0) + 1
+        ratios = [have.get(c, 0) / (t * HEADROOM) for c, t in bp.capability_targets.items() if t > 0]
+        worst = min(ratios, default=1.0)
+        if worst >= 1.0:
+            return 0
+        if worst <= 0.0:
+            return 0  # no unit yields this capability at all; more of them will not help
+        return max(1, min(units, math.ceil(units * (1.0 / worst - 1.0) * 1.1)))
 
     def s5_verify_package(self, state: BuildState) -> dict[str, Any]:
         ids = state["ids"]
@@ -152,7 +208,7 @@ class StageRunner:
         return {"ids": {"Package": pkg.verified}}
 
     def _check_coverage(self, template_ids: list[str]) -> None:
-        bp = self.executor.load(self.workflow_blueprint_id())
+        bp = self._blueprint()
         templates: list[Template] = [self.executor.load(t) for t in template_ids]
         caps = {t.capability for t in templates}
         qts = {t.question_type for t in templates}
@@ -163,9 +219,6 @@ class StageRunner:
                 f"no verified template covers {', '.join(missing)} for source {bp.sources[0]['kind']!r}",
                 hint="remove it from the intent, or add a template for it (intent field templates_dirs)",
             )
-
-    def workflow_blueprint_id(self) -> str:
-        return self.results["blueprint"].verified[0]
 
     def _failed_requirements(self, ids: list[str]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
@@ -180,18 +233,26 @@ class StageRunner:
 
 
 _STAGE_TITLES = {"S1": "intent blueprinting", "S2": "data collection", "S3": "evidence structuring",
-                 "S4": "benchmark synthesis", "S5": "verification and packaging"}
+                 "S4": "benchmark synthesis: templates and binding", "S4 realize": "benchmark synthesis: items",
+                 "S5": "verification and packaging"}
 
 
 def stage_graph(runner: StageRunner):
-    """S1 -> S2 -> S3 -> S4 -> S5, compiled; each node returns ids only."""
+    """S1 -> S2 -> S3 -> S4 bind -(short of targets)-> S2 ... -> S4 realize -> S5.
+
+    Each node returns ids only; the conditional edge after binding is the loop that collects
+    more evidence when the blueprint's composition cannot be met from what was collected.
+    """
     graph = StateGraph(BuildState)
-    steps = [("S1", runner.s1_blueprint), ("S2", runner.s2_collect), ("S3", runner.s3_structure),
-             ("S4", runner.s4_synthesize), ("S5", runner.s5_verify_package)]
-    for stage, fn in steps:
-        graph.add_node(stage, lambda state, _s=stage, _f=fn: runner._timed(_s, _f, state))
+    steps = {"S1": runner.s1_blueprint, "S2": runner.s2_collect, "S3": runner.s3_structure,
+             "S4": runner.s4_bind, "S4 realize": runner.s4_realize, "S5": runner.s5_verify_package}
+    for name, fn in steps.items():
+        graph.add_node(name, lambda state, _s=name, _f=fn: runner._timed(_s, _f, state))
     graph.add_edge(START, "S1")
-    for (a, _), (b, _) in zip(steps, steps[1:]):
-        graph.add_edge(a, b)
+    graph.add_edge("S1", "S2")
+    graph.add_edge("S2", "S3")
+    graph.add_edge("S3", "S4")
+    graph.add_conditional_edges("S4", runner.wants_more, {"more": "S2", "enough": "S4 realize"})
+    graph.add_edge("S4 realize", "S5")
     graph.add_edge("S5", END)
     return graph.compile()

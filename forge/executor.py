@@ -108,6 +108,8 @@ class Executor:
         self._cache: dict[str, ArtifactContent] = {}
         self._types: dict[str, str] = {}
         self._pool: ProcessPoolExecutor | None = None
+        self._seen: set[str] = set()  # artifacts already counted in this build (loops revisit nodes)
+        self._executed: set[str] = set()  # run keys executed in this build
 
     def close(self) -> None:
         if self._pool is not None:
@@ -165,7 +167,9 @@ class Executor:
         t0 = time.perf_counter()
         if not invocations:
             return result
-        forced = {inv.run_key for inv in invocations if self.force and self.force(inv)}
+        # A forced invocation runs once per build, even when the loop revisits its node.
+        forced = {inv.run_key for inv in invocations
+                  if self.force and inv.run_key not in self._executed and self.force(inv)}
         memo = self.store.runs_by_key(inv.run_key for inv in invocations if inv.run_key not in forced)
         todo = [inv for inv in invocations if inv.run_key not in memo]
         done = [inv for inv in invocations if inv.run_key in memo]
@@ -202,7 +206,9 @@ class Executor:
             type_name, status, cversion = statuses.get(oid, (None, "missing", None))
             if type_name is None:
                 continue
-            result.reused += 1
+            if oid not in self._seen:
+                result.reused += 1
+                self._seen.add(oid)
             if cversion != self.contracts.version(type_name):
                 stale_contract.append(oid)
             elif status == "verified":
@@ -274,6 +280,7 @@ class Executor:
                 forced: set[str], batch: Batch, result: NodeResult) -> None:
         spec = inv.node.skill
         result.executed += 1
+        self._executed.add(inv.run_key)
         out_ids = []
         if error is None:
             ts = now()
@@ -281,13 +288,15 @@ class Executor:
             for out in outputs:
                 aid = digest(inv.run_key, out.key, length=32)
                 out_ids.append(aid)
+                payload = canonical_json(out.content.model_dump(mode="json"))
+                # Downstream sees exactly what a later build would load from the store.
+                out.content = type(out.content).model_validate_json(payload)
                 self._cache[aid] = out.content
                 checks = self.contracts.evaluate(aid, out.content, CheckContext(aid, self.load, self.store))
                 status = decide(checks)
                 if inv.run_key in forced:
                     batch.replace_artifacts.add(aid)
-                batch.add("artifacts", (aid, spec.output, inv.run_key, spec.name, out.key,
-                                        canonical_json(out.content.model_dump(mode="json")),
+                batch.add("artifacts", (aid, spec.output, inv.run_key, spec.name, out.key, payload,
                                         json.dumps(out.metadata), status, cversion, ts))
                 for role, parent in inv.inputs.items():
                     for p in parent if isinstance(parent, list) else [parent]:
@@ -296,6 +305,7 @@ class Executor:
                     batch.add("verifications", _verification_row(c, cversion, ts))
                 (result.verified if status == "verified" else result.rejected).append(aid)
                 result.created += 1
+                self._seen.add(aid)
         else:
             result.failed += 1
             result.errors.append(error)

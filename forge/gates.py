@@ -5,6 +5,7 @@ for every item (and every template for A and C1)."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,13 +41,56 @@ class GateLog:
         self.rows = []
 
 
-def grey_batches(bindings: dict[str, Binding], size: int) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Split binding ids per template into the grey batch (first ``size`` by id) and the rest."""
+def allocate(blueprint, bindings: dict[str, Binding], headroom: float) -> dict[str, list[str]]:
+    """Which bindings to realize, per template: each capability's target (times ``headroom``)
+    spread evenly over its templates, a template short of bindings leaving its share to the
+    others. Within a template, bindings alternate answers in id order, so any prefix stays
+    balanced."""
     per_template: dict[str, list[str]] = {}
+    caps: dict[str, set[str]] = {}
     for bid in sorted(bindings):
-        per_template.setdefault(bindings[bid].template, []).append(bid)
-    grey = {t: ids[:size] for t, ids in per_template.items()}
-    rest = {t: ids[size:] for t, ids in per_template.items()}
+        b = bindings[bid]
+        per_template.setdefault(b.template, []).append(bid)
+        caps.setdefault(b.presentation["capability"], set()).add(b.template)
+    ordered = {t: _alternate_answers(ids, bindings) for t, ids in per_template.items()}
+    plan: dict[str, list[str]] = {}
+    for cap, templates in caps.items():
+        need = math.ceil(blueprint.capability_targets.get(cap, 0) * headroom)
+        share = _water_fill(need, {t: len(ordered[t]) for t in templates})
+        for t in templates:
+            plan[t] = ordered[t][: share[t]]
+    return plan
+
+
+def _alternate_answers(ids: list[str], bindings: dict[str, Binding]) -> list[str]:
+    groups: dict[str, list[str]] = {}
+    for bid in ids:
+        groups.setdefault(bindings[bid].answer, []).append(bid)
+    lists = [groups[a] for a in sorted(groups)]
+    return [x[d] for d in range(max((len(x) for x in lists), default=0)) for x in lists if len(x) > d]
+
+
+def _water_fill(need: int, available: dict[str, int]) -> dict[str, int]:
+    share = {t: 0 for t in available}
+    left = need
+    open_ = sorted(available, key=lambda t: (available[t], t))
+    while left > 0 and open_:
+        each = max(1, left // len(open_))
+        for t in list(open_):
+            take = min(each, available[t] - share[t], left)
+            share[t] += take
+            left -= take
+            if share[t] >= available[t]:
+                open_.remove(t)
+            if left <= 0:
+                break
+    return share
+
+
+def grey_batches(plan: dict[str, list[str]], size: int) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Split each template's planned bindings into its grey batch (the first ``size``) and the rest."""
+    grey = {t: ids[:size] for t, ids in plan.items() if ids}
+    rest = {t: ids[size:] for t, ids in plan.items() if ids}
     return grey, rest
 
 

@@ -28,6 +28,7 @@ class ResourceDescriptor(BaseModel):
     operations: dict[str, str]
     workflow: dict[str, str]
     templates: str
+    scale: dict[str, str] = Field(description="parameter: the plan skill's unit index; field: the source's unit count")
 
     def available(self) -> tuple[bool, str]:
         for module in self.requires:

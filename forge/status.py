@@ -26,7 +26,7 @@ def stale_report(store: Store) -> dict[str, Any]:
     if build_id is None:
         return {"build_id": None, "stale_artifacts": 0, "causes": [], "artifacts": [],
                 "message": "no completed build in this store"}
-    intent_path = store.execute("SELECT intent_path FROM builds WHERE build_id = ?", [build_id]).fetchone()[0]
+    intent_path = store.one("SELECT intent_path FROM builds WHERE build_id = ?", [build_id])[0]
     registry = discover()
     current_params: dict[str, str] = {}
     contracts = None

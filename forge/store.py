@@ -189,7 +189,7 @@ class Store(BlobStore):
         self.close()
 
     def _check_format(self) -> None:
-        row = self.con.execute("SELECT value FROM meta WHERE key = 'engine_format'").fetchone()
+        row = self.one("SELECT value FROM meta WHERE key = 'engine_format'")
         if row is None:
             self.con.execute("INSERT INTO meta VALUES ('engine_format', ?)", [ENGINE_FORMAT_VERSION])
         elif row[0] != ENGINE_FORMAT_VERSION:
@@ -234,6 +234,11 @@ class Store(BlobStore):
 
     def execute(self, sql: str, params: list[Any] | None = None) -> duckdb.DuckDBPyConnection:
         return self.con.execute(sql, params or [])
+
+    def one(self, sql: str, params: list[Any] | None = None) -> tuple | None:
+        """The first row, reading the result to its end (DuckDB wants results finished)."""
+        rows = self.con.execute(sql, params or []).fetchall()
+        return rows[0] if rows else None
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -358,7 +363,7 @@ class Store(BlobStore):
 
     def last_build_id(self, *, completed: bool = True) -> str | None:
         where = "WHERE status = 'ok'" if completed else ""
-        row = self.con.execute(f"SELECT build_id FROM builds {where} ORDER BY started_at DESC LIMIT 1").fetchone()
+        row = self.one(f"SELECT build_id FROM builds {where} ORDER BY started_at DESC LIMIT 1")
         return row[0] if row else None
 
     def build_run_keys(self, build_id: str) -> list[str]:

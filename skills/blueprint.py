@@ -30,6 +30,7 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
     sources = []
     for src in intent.sources:
         entry = src.model_dump(mode="json")
+        entry["scenes_given"] = entry.get("scenes") is not None
         if entry.get("scenes") is None:
             entry["scenes"] = max(2, math.ceil(oe.items / (src.views * ITEMS_PER_VIEW_ESTIMATE)))
         sources.append(entry)

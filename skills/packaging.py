@@ -72,7 +72,7 @@ def select_composition(blueprint: Blueprint, items: list[tuple[str, OEItem]]) ->
     for iid, item in sorted(items, key=lambda x: x[0]):
         by_cap.setdefault(item.capability, {}).setdefault(item.template, []).append((iid, item))
     selected: list[tuple[str, OEItem]] = []
-    for cap, target in blueprint.capability_targets.items():
+    for cap, target in sorted(blueprint.capability_targets.items()):
         pools = [_interleave_answers(by_cap.get(cap, {})[t]) for t in sorted(by_cap.get(cap, {}))]
         taken = 0
         depth = 0
@@ -105,7 +105,7 @@ def _composition(blueprint: Blueprint, items: list[OEItem]) -> dict[str, Any]:
     return {
         "target_items": blueprint.items_target,
         "items": len(items),
-        "capabilities": {c: {"target": t, "achieved": caps.get(c, 0)} for c, t in blueprint.capability_targets.items()},
+        "capabilities": {c: {"target": t, "achieved": caps.get(c, 0)} for c, t in sorted(blueprint.capability_targets.items())},
         "question_types": dict(sorted(qts.items())),
         "templates": dict(sorted(tpls.items())),
         "answer_positions": {t: {str(k): v for (tt, k), v in sorted(answers.items()) if tt == t} for t in sorted(tpls)},

@@ -154,12 +154,20 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
     )]
 
 
+# Panels are pure functions of their views, and blobs are content-addressed: all multi-view
+# items of a scene share one panel, composed once per process.
+_PANELS: dict[tuple, str] = {}
+
+
 def _media(ctx: SkillContext, pres: dict[str, Any]) -> list[MediaRef]:
     sources = pres["media"]
     if pres["layout"] == "multi_view":
-        images = [ctx.get_image(m["rgb"]) for m in sources]
-        return [MediaRef(blob=ctx.put_png(panel(images, [m["label"] for m in sources])), role="views",
-                         label=", ".join(m["label"] for m in sources))]
+        key = tuple((m["rgb"], m["label"]) for m in sources)
+        blob = _PANELS.get(key)
+        if blob is None or not ctx.store.has_blob(blob):
+            images = [ctx.get_image(m["rgb"]) for m in sources]
+            blob = _PANELS[key] = ctx.put_png(panel(images, [m["label"] for m in sources]))
+        return [MediaRef(blob=blob, role="views", label=", ".join(m["label"] for m in sources))]
     src = sources[0]
     if pres["markers"]:
         marked = draw_markers(ctx.get_image(src["rgb"]), pres["markers"])

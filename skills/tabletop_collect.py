@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+
 from forge.artifact_types import Blueprint, CameraSpec, ObjectSpec, SceneSpec, SourceRecord, ViewRecord
 from forge.keys import digest
-from forge.skills import Output, SkillContext, skill
+from forge.skills import SkillContext, skill
 from forge_resources.pybullet_tabletop import TABLE_TARGET, TabletopSimulator, catalogue, intrinsics
 
 # Where objects may stand on the table (metres, world frame); the arm stands at x = -0.62.
@@ -13,39 +15,41 @@ AREA_Y = (-0.36, 0.36)
 MIN_SEPARATION = 0.13
 
 
-@skill("collect.plan_tabletop_scenes", stage="S2")
+class SceneParams(BaseModel):
+    scene_index: int
+
+
+@skill("collect.plan_tabletop_scenes", stage="S2", params=SceneParams)
 def plan_tabletop_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneSpec]:
-    """Seeded scene specifications: objects, placements and camera rigs."""
+    """One seeded scene specification: objects, placements and a camera rig.
+
+    One invocation per scene index, so adding scenes later never changes existing ones.
+    """
     import numpy as np
 
     cat = catalogue()
-    outputs = []
-    for src in blueprint.sources:
-        if src["kind"] != "pybullet_tabletop":
-            continue
-        categories = src.get("categories") or sorted(cat["categories"])
-        unknown = sorted(set(categories) - set(cat["categories"]))
-        if unknown:
-            raise ValueError(f"unknown object categories {unknown}; known: {sorted(cat['categories'])}")
-        colors = sorted(cat["colors"])
-        for index in range(src["scenes"]):
-            seed = int(digest(blueprint.seed, blueprint.name, index, length=12), 16)
-            rng = np.random.default_rng(seed)
-            n = int(rng.integers(src["objects"]["min"], src["objects"]["max"] + 1))
-            combos = [(c, k) for k in categories for c in colors]
-            picks = rng.choice(len(combos), size=min(n, len(combos)), replace=False)
-            placements = _placements(rng, len(picks))
-            objects = []
-            for (x, y), pick in zip(placements, picks):
-                color, category = combos[int(pick)]
-                entry = cat["categories"][category]
-                objects.append(ObjectSpec(name=f"{color} {category}", category=category, color=color,
-                                          rgba=cat["colors"][color], urdf=entry["urdf"], scale=entry["scale"],
-                                          xy=[round(x, 4), round(y, 4)], yaw=round(float(rng.uniform(0, 6.283)), 4)))
-            cameras = _camera_rig(rng, src["views"], src["image"]["width"], src["image"]["height"])
-            outputs.append(Output(SceneSpec(source_kind=src["kind"], scene_index=index, seed=seed, robot=src["robot"],
-                                            objects=objects, cameras=cameras), key=f"scene-{index:05d}"))
-    return outputs
+    src = next(s for s in blueprint.sources if s["kind"] == "pybullet_tabletop")
+    index = ctx.params.scene_index
+    categories = src.get("categories") or sorted(cat["categories"])
+    unknown = sorted(set(categories) - set(cat["categories"]))
+    if unknown:
+        raise ValueError(f"unknown object categories {unknown}; known: {sorted(cat['categories'])}")
+    colors = sorted(cat["colors"])
+    seed = int(digest(blueprint.seed, blueprint.name, index, length=12), 16)
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(src["objects"]["min"], src["objects"]["max"] + 1))
+    combos = [(c, k) for k in categories for c in colors]
+    picks = rng.choice(len(combos), size=min(n, len(combos)), replace=False)
+    objects = []
+    for (x, y), pick in zip(_placements(rng, len(picks)), picks):
+        color, category = combos[int(pick)]
+        entry = cat["categories"][category]
+        objects.append(ObjectSpec(name=f"{color} {category}", category=category, color=color,
+                                  rgba=cat["colors"][color], urdf=entry["urdf"], scale=entry["scale"],
+                                  xy=[round(x, 4), round(y, 4)], yaw=round(float(rng.uniform(0, 6.283)), 4)))
+    cameras = _camera_rig(rng, src["views"], src["image"]["width"], src["image"]["height"])
+    return [SceneSpec(source_kind=src["kind"], scene_index=index, seed=seed, robot=src["robot"],
+                      objects=objects, cameras=cameras)]
 
 
 def _placements(rng, n: int) -> list[tuple[float, float]]:

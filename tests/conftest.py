@@ -1,0 +1,56 @@
+"""Shared fixtures: small real builds in temporary stores (no mocks of the store or engine)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from forge.build import BuildOptions, build
+from forge_skills.template_library import builtin_root
+
+SMALL_INTENT: dict[str, Any] = {
+    "name": "tabletop-test",
+    "version": "0.1.0",
+    "seed": 11,
+    "oe": {
+        "items": 120,
+        "capabilities": ["visibility", "image_plane_relation", "depth_order", "multi_view"],
+        "question_types": ["single_choice", "yes_no", "multi_view_choice", "marked_object_choice"],
+    },
+    "sources": [{"kind": "pybullet_tabletop", "views": 3}],
+    "gates": {"grey_batch": 4, "min_blind_items": 10},
+}
+
+
+def write_intent(folder: Path, name: str = "intent.yaml", **changes: Any) -> Path:
+    data = json.loads(json.dumps(SMALL_INTENT))
+    data.update(changes)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def copy_templates(folder: Path) -> Path:
+    dest = folder / "my_templates"
+    shutil.copytree(builtin_root() / "tabletop", dest)
+    return dest
+
+
+def run_build(intent: Path, store: Path, out: Path, **kw: Any) -> dict[str, Any]:
+    return build(intent, BuildOptions(store_dir=store, out_dir=out, progress=False, workers=kw.pop("workers", 1), **kw))
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory) -> dict[str, Any]:
+    """One finished small build shared by read-only tests."""
+    root = tmp_path_factory.mktemp("built")
+    intent = write_intent(root)
+    summary = run_build(intent, root / "store", root / "out")
+    return {"root": root, "intent": intent, "store": root / "store", "out": root / "out", "summary": summary,
+            "package": Path(summary["package_path"])}

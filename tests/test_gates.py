@@ -1,0 +1,86 @@
+"""Gates A (grey batch), B1 (invalid items) and C1 (evidence-blind evaluation)."""
+
+from __future__ import annotations
+
+import json
+
+from forge.artifact_types import OEItem
+from forge.blind import blind_report
+from forge.gates import GateLog, blind_evaluation
+from forge.store import Store
+
+from conftest import copy_templates, run_build, write_intent
+
+SETTINGS = {"blind_margin": 0.15, "blind_alpha": 0.01, "min_blind_items": 10}
+
+
+def _items(built, template):
+    with Store(built["store"], read_only=True) as s:
+        rows = s.execute("SELECT id, content FROM artifacts WHERE type='OEItem' AND "
+                         "json_extract_string(content, '$.template') = ?", [template]).fetchall()
+    return {aid: OEItem.model_validate(json.loads(c)) for aid, c in rows}
+
+
+def test_blind_solvers_stay_near_chance_on_real_items(built):
+    for template, row in built["summary"]["templates"].items():
+        blind = row["blind"]
+        if blind["items"] and blind["items"] >= 30:
+            assert blind["best_accuracy"] - blind["chance"] < 0.2, (template, blind)
+            assert blind["flagged"] is False
+
+
+def test_c1_flags_an_option_text_shortcut(built):
+    items = _items(built, "closest_choice")
+    assert len(items) >= 10
+    log = GateLog("test")
+    kept, reports = blind_evaluation(log, items, SETTINGS)
+    assert not reports["closest_choice"]["flagged"] and len(kept) == len(items)
+    # Plant a shortcut: the correct option always carries an explanatory phrase.
+    planted = {}
+    for iid, it in items.items():
+        opts = [o + " (the nearest one)" if i == it.answer_index else o for i, o in enumerate(it.options)]
+        planted[iid] = it.model_copy(update={"options": opts, "answer": opts[it.answer_index]})
+    kept, reports = blind_evaluation(GateLog("test"), planted, SETTINGS)
+    assert reports["closest_choice"]["flagged"] and kept == []
+    assert reports["closest_choice"]["best_solver"] in ("longest_option", "question_overlap")
+
+
+def test_c1_flags_an_answer_prior(built):
+    items = _items(built, "left_of_yesno")
+    skewed = {iid: it.model_copy(update={"answer": "yes", "answer_index": 0}) for iid, it in items.items()}
+    report = blind_report(sorted(skewed.items()))
+    assert report["best_accuracy"] == 1.0 and report["p_value"] < 0.01
+
+
+def test_grey_batch_holds_back_a_broken_template(tmp_path):
+    templates = copy_templates(tmp_path)
+    broken = (templates / "left_of_yesno.yaml").read_text()
+    broken = broken.replace("id: left_of_yesno", "id: left_of_statement")
+    broken = broken.replace('"In the image, is the {a} to the left of the {b}?"', '"the {a} left of the {b}"')
+    broken = broken.replace('"Does the {a} appear left of the {b} in this picture?"', '"{a} left {b}"')
+    (templates / "left_of_statement.yaml").write_text(broken)
+    intent = write_intent(tmp_path, templates_dirs=["my_templates"])
+    summary = run_build(intent, tmp_path / "store", tmp_path / "out")
+    assert summary["templates"]["left_of_statement"]["grey_batch"] == "fail"
+    assert summary["templates"]["left_of_yesno"]["grey_batch"] == "pass"
+    released = [json.loads(line) for line in open(summary["package_path"] + "/answers.jsonl")]
+    assert not [r for r in released if r["template"] == "left_of_statement"]
+    with Store(tmp_path / "store", read_only=True) as s:
+        decisions = s.execute("SELECT subject_type, decision, count(*) FROM gate_decisions WHERE gate = 'A' "
+                              "AND template = 'left_of_statement' GROUP BY ALL ORDER BY ALL").fetchall()
+        failed = s.execute("SELECT DISTINCT v.requirement_id FROM verifications v JOIN artifacts a ON a.id = v.artifact_id "
+                           "WHERE NOT v.passed AND json_extract_string(a.content, '$.template') = 'left_of_statement' "
+                           "AND a.type = 'OEItem'").fetchall()
+    assert ("Template", "fail", 1) in decisions
+    assert [r[0] for r in failed] == ["OE-7"]
+    assert summary["gates"]["B1"]["fail"] >= 1
+
+
+def test_gate_decisions_recorded_per_item(built):
+    with Store(built["store"], read_only=True) as s:
+        rows = s.execute("SELECT gate, count(DISTINCT subject_id) FROM gate_decisions WHERE subject_type = 'OEItem' "
+                         "GROUP BY gate").fetchall()
+    counts = dict(rows)
+    assert counts["B1"] == built["summary"]["items_candidates"]
+    assert counts["C1"] == built["summary"]["items_accepted"]
+    assert counts["A"] >= 4

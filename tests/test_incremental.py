@@ -1,0 +1,99 @@
+"""Identity and memoization: no-op rebuilds, one-template edits, forced subtrees, status."""
+
+from __future__ import annotations
+
+import json
+
+from forge.store import Store
+from forge.status import stale_report
+
+from conftest import copy_templates, run_build, write_intent
+
+
+def _items_by_template(store_dir):
+    with Store(store_dir, read_only=True) as s:
+        rows = s.execute("SELECT id, json_extract_string(content, '$.template') FROM artifacts "
+                         "WHERE type = 'OEItem'").fetchall()
+    out: dict[str, set[str]] = {}
+    for aid, t in rows:
+        out.setdefault(t, set()).add(aid)
+    return out
+
+
+def test_noop_rebuild_executes_nothing(built):
+    again = run_build(built["intent"], built["store"], built["out"])
+    assert again["skills_executed"] == 0
+    assert again["artifacts_created"] == 0
+    assert again["artifacts_reused"] == built["summary"]["artifacts_created"]
+    assert again["items_released"] == built["summary"]["items_released"]
+    assert again["package_written"] is False
+    assert stale_report(Store(built["store"], read_only=True))["stale_artifacts"] == 0
+
+
+def test_template_edit_rebuilds_only_that_template(tmp_path):
+    templates = copy_templates(tmp_path)
+    intent = write_intent(tmp_path, templates_dirs=["my_templates"])
+    first = run_build(intent, tmp_path / "store", tmp_path / "out")
+    before = _items_by_template(tmp_path / "store")
+    edited = "closest_choice"
+    n_edited = len(before[edited])
+    assert n_edited > 0
+    evidence_records = first["nodes"]["structure"]["created"]
+
+    path = templates / f"{edited}.yaml"
+    path.write_text(path.read_text().replace("Which of these objects is closest to the camera?",
+                                             "Which of these objects is nearest to the camera?"))
+    with Store(tmp_path / "store", read_only=True) as s:
+        report = stale_report(s)
+    causes = {(c["cause"], c["root"]) for c in report["causes"]}
+    assert any(c == "data" and edited in root for c, root in causes)
+    assert all(edited in root for _, root in causes)
+    stale_types = {a["type"] for a in report["artifacts"]}
+    assert stale_types == {"Template", "Binding", "OEItem", "Package"}
+
+    second = run_build(intent, tmp_path / "store", tmp_path / "out")
+    after = _items_by_template(tmp_path / "store")
+    new_items = after[edited] - before[edited]
+    # Exactly that template's items are re-created ...
+    assert second["nodes"]["realize"]["executed"] == n_edited
+    assert second["nodes"]["realize"]["created"] == n_edited
+    assert len(new_items) == n_edited
+    # ... from re-bound evidence (one bind invocation per evidence record) and one template load,
+    assert second["nodes"]["template"]["executed"] == 1
+    assert second["nodes"]["bind"]["executed"] == evidence_records
+    # ... and the package; everything upstream and every other template's items are reused.
+    assert second["nodes"]["package"]["executed"] == 1
+    for role in ("blueprint", "plan", "collect", "structure"):
+        assert second["nodes"][role]["executed"] == 0
+    assert second["skills_executed"] == 1 + evidence_records + n_edited + 1
+    released = [json.loads(line) for line in open(second["package_path"] + "/items.jsonl")]
+    questions = {r["question"] for r in released}
+    assert "Which of these objects is nearest to the camera?" in questions
+    assert "Which of these objects is closest to the camera?" not in questions
+
+
+def test_rebuild_from_template_forces_its_subtree_only(tmp_path):
+    intent = write_intent(tmp_path)
+    first = run_build(intent, tmp_path / "store", tmp_path / "out")
+    n = len(_items_by_template(tmp_path / "store")["left_of_yesno"])
+    forced = run_build(intent, tmp_path / "store", tmp_path / "out", rebuild_from=["left_of_yesno"])
+    evidence_records = first["nodes"]["structure"]["created"]
+    assert forced["nodes"]["template"]["executed"] == 1
+    assert forced["nodes"]["bind"]["executed"] == evidence_records
+    assert forced["nodes"]["realize"]["executed"] == n
+    assert forced["nodes"]["collect"]["executed"] == 0
+    # Same code, same inputs: the forced subtree reproduces the same package.
+    assert forced["package_path"] == first["package_path"]
+    assert forced["package_written"] is False
+
+
+def test_rebuild_from_stage_reexecutes_that_stage_and_below(tmp_path):
+    intent = write_intent(tmp_path, sources=[{"kind": "pybullet_tabletop", "scenes": 3, "views": 3}],
+                          oe={"items": 40, "capabilities": ["image_plane_relation", "depth_order"],
+                              "question_types": ["single_choice", "yes_no", "marked_object_choice"]})
+    first = run_build(intent, tmp_path / "store", tmp_path / "out")
+    forced = run_build(intent, tmp_path / "store", tmp_path / "out", rebuild_from=["S3"])
+    assert forced["nodes"]["structure"]["executed"] == first["nodes"]["structure"]["executed"]
+    assert forced["nodes"]["collect"]["executed"] == 0
+    assert forced["nodes"]["template"]["executed"] == 0
+    assert forced["items_released"] == first["items_released"]

@@ -1,0 +1,108 @@
+"""Intent validation: bad intents exit 2 with a message naming the file, field and line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from forge.errors import IntentError
+from forge.intent import load_intent
+
+from conftest import write_intent
+
+GOOD = Path(__file__).resolve().parents[1] / "examples" / "tabletop_spatial.yaml"
+
+
+def forge(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "forge.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_example_intent_is_valid():
+    loaded = load_intent(GOOD)
+    assert loaded.intent.name == "tabletop-spatial"
+    assert loaded.intent.oe.items == 2000
+
+
+def test_wrong_type_names_field_and_line(tmp_path):
+    p = tmp_path / "i.yaml"
+    p.write_text("name: t\noe:\n  items: lots\n  capabilities: [visibility]\n  question_types: [yes_no]\n"
+                 "sources:\n  - kind: pybullet_tabletop\n")
+    with pytest.raises(IntentError) as err:
+        load_intent(p)
+    msg = str(err.value)
+    assert f"{p}:3: oe.items" in msg
+    assert "integer" in msg
+
+
+def test_unknown_field_is_rejected(tmp_path):
+    p = tmp_path / "i.yaml"
+    p.write_text("name: t\noe:\n  items: 10\n  capabilities: [visibility]\n  question_types: [yes_no]\n"
+                 "  colour: blue\nsources:\n  - kind: pybullet_tabletop\n")
+    with pytest.raises(IntentError) as err:
+        load_intent(p)
+    assert f"{p}:6: oe.colour: unknown field" in str(err.value)
+
+
+def test_nested_source_field_error_names_path(tmp_path):
+    p = tmp_path / "i.yaml"
+    p.write_text("name: t\noe:\n  items: 10\n  capabilities: [visibility]\n  question_types: [yes_no]\n"
+                 "sources:\n  - kind: pybullet_tabletop\n    views: 1\n")
+    with pytest.raises(IntentError) as err:
+        load_intent(p)
+    assert f"{p}:8: sources.0.views" in str(err.value)
+
+
+def test_unknown_capability(tmp_path):
+    p = write_intent(tmp_path, oe={"items": 10, "capabilities": ["telepathy"], "question_types": ["yes_no"]})
+    with pytest.raises(IntentError) as err:
+        load_intent(p)
+    assert "oe.capabilities" in str(err.value) and "telepathy" in str(err.value)
+
+
+def test_missing_file():
+    with pytest.raises(IntentError) as err:
+        load_intent("/nonexistent/intent.yaml")
+    assert "/nonexistent/intent.yaml: intent file not found" in str(err.value)
+
+
+def test_yaml_syntax_error_names_line(tmp_path):
+    p = tmp_path / "i.yaml"
+    p.write_text("name: t\noe:\n  items: [1, 2\n  capabilities: x\n")
+    with pytest.raises(IntentError) as err:
+        load_intent(p)
+    assert f"{p}:" in str(err.value) and "YAML syntax error" in str(err.value)
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("name: t\noe:\n  items: lots\n  capabilities: [visibility]\n  question_types: [yes_no]\nsources:\n  - kind: pybullet_tabletop\n", "oe.items"),
+    ("name: t\nbogus: 1\noe:\n  items: 3\n  capabilities: [visibility]\n  question_types: [yes_no]\nsources:\n  - kind: pybullet_tabletop\n", "bogus: unknown field"),
+    ("name: t\noe: [unclosed\n", "YAML syntax error"),
+])
+def test_cli_exits_2_without_traceback(tmp_path, content, needle):
+    p = tmp_path / "bad.yaml"
+    p.write_text(content)
+    proc = forge("build", str(p), "--store", str(tmp_path / "s"))
+    assert proc.returncode == 2
+    assert needle in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert not (tmp_path / "s").exists(), "nothing may be created for an invalid intent"
+
+
+def test_cli_missing_file_exits_2(tmp_path):
+    proc = forge("build", str(tmp_path / "absent.yaml"))
+    assert proc.returncode == 2
+    assert "intent file not found" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_intent_schema_command(tmp_path):
+    out = tmp_path / "schema.json"
+    proc = forge("intent-schema", "-o", str(out))
+    assert proc.returncode == 0
+    schema = json.loads(out.read_text())
+    assert schema["title"] == "forge intent"
+    assert "oe" in schema["properties"] and "sources" in schema["properties"]
+    assert schema["additionalProperties"] is False
