@@ -13,6 +13,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from forge.errors import DefinitionError
+
 
 class ArtifactContent(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -30,8 +32,6 @@ ARTIFACT_TYPES: dict[str, type[ArtifactContent]] = {}
 
 
 def content_type(name: str) -> type[ArtifactContent]:
-    from forge.errors import DefinitionError
-
     try:
         return ARTIFACT_TYPES[name]
     except KeyError:

@@ -160,6 +160,7 @@ class StageRunner:
         items_ok += r.verified
         items_bad += r.rejected
         disabled = {t for t in grey if t not in enabled}
+        self.executor.preload(items_ok + items_bad)
         kept = [i for i in items_ok if self.executor.load(i).template not in disabled]
         held = [i for i in items_ok if self.executor.load(i).template in disabled]
         self.item_stats.update({"candidates": len(items_ok) + len(items_bad), "contract_rejected": items_bad,
@@ -215,8 +216,10 @@ class StageRunner:
         missing = [f"capability {c!r}" for c in bp.capabilities if c not in caps]
         missing += [f"question type {q!r}" for q in bp.question_types if q not in qts]
         if missing:
+            failures = self.results.get("template", NodeResult()).errors
             raise DefinitionError(
-                f"no verified template covers {', '.join(missing)} for source {bp.sources[0]['kind']!r}",
+                f"no verified template covers {', '.join(missing)} for source {bp.sources[0]['kind']!r}"
+                + "".join(f"\n  {e}" for e in failures),
                 hint="remove it from the intent, or add a template for it (intent field templates_dirs)",
             )
 

@@ -171,7 +171,8 @@ class Executor:
         forced = {inv.run_key for inv in invocations
                   if self.force and inv.run_key not in self._executed and self.force(inv)}
         memo = self.store.runs_by_key(inv.run_key for inv in invocations if inv.run_key not in forced)
-        todo = [inv for inv in invocations if inv.run_key not in memo]
+        # An invocation that already failed in this build is not retried when the loop comes back.
+        todo = [inv for inv in invocations if inv.run_key not in memo and inv.run_key not in self._executed]
         done = [inv for inv in invocations if inv.run_key in memo]
         task = self.progress.task(label or invocations[0].node.role, total=len(invocations)) if self.progress else None
 
