@@ -3,8 +3,6 @@ collect and structure them. Sources are added as resources, never as engine spec
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import importlib.resources
 from functools import lru_cache
 from pathlib import Path
@@ -31,14 +29,12 @@ class ResourceDescriptor(BaseModel):
     scale: dict[str, str] = Field(description="parameter: the plan skill's unit index; field: the source's unit count")
 
     def available(self) -> tuple[bool, str]:
+        from forge.skills import module_available
+
         for module in self.requires:
-            try:
-                found = importlib.util.find_spec(module) is not None
-                exc: Exception | str = "not found"
-            except (ImportError, ValueError) as err:
-                found, exc = False, err
+            found, why = module_available(module)
             if not found:
-                return False, f"missing Python module {module!r} ({exc})"
+                return False, f"missing Python module {module!r} ({why})"
         return True, "ok"
 
 

@@ -93,16 +93,20 @@ class SkillSpec:
 
     def check_requirements(self) -> None:
         for module in self.requires:
-            try:
-                found = importlib.util.find_spec(module) is not None
-                exc: Exception | str = "not found"
-            except (ImportError, ValueError) as err:
-                found, exc = False, err
+            found, why = module_available(module)
             if not found:
                 raise PrerequisiteError(
-                    f"skill {self.name!r} needs the Python module {module!r}, which is not importable here ({exc})",
+                    f"skill {self.name!r} needs the Python module {module!r}, which is not importable here ({why})",
                     hint=f"pip install {module}",
-                ) from None
+                )
+
+
+def module_available(module: str) -> tuple[bool, str]:
+    """Whether ``module`` can be imported here, without importing it."""
+    try:
+        return (importlib.util.find_spec(module) is not None), "not found"
+    except (ImportError, ValueError) as exc:
+        return False, str(exc)
 
 
 class SkillContext:

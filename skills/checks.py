@@ -162,15 +162,19 @@ def template_declares(t: Template, ctx: CheckContext) -> Outcome:
     return Outcome(not problems, "; ".join(problems))
 
 
+def _rederive(b: Binding, ctx: CheckContext, claimed: str, who: str) -> Outcome:
+    """Derive the answer again from the binding's evidence and template; compare with ``claimed``."""
+    tpl = ctx.load(b.template_artifact)
+    answer, why = derive(ctx.load(b.evidence), b.view, b.slots, tpl.model_dump())
+    if answer is None:
+        return Outcome(False, f"evidence does not determine a unique answer: {why.get('reason')}")
+    return Outcome(answer == claimed, "" if answer == claimed else f"evidence gives {answer!r}, {who} says {claimed!r}")
+
+
 @check("binding_answer_derivable")
 def binding_answer_derivable(b: Binding, ctx: CheckContext) -> Outcome:
     """Re-deriving the answer from the registered evidence gives the bound answer."""
-    ev = ctx.load(b.evidence)
-    tpl = ctx.load(b.template_artifact)
-    answer, why = derive(ev, b.view, b.slots, tpl.model_dump())
-    if answer is None:
-        return Outcome(False, f"evidence does not determine a unique answer: {why.get('reason')}")
-    return Outcome(answer == b.answer, "" if answer == b.answer else f"evidence gives {answer!r}, binding says {b.answer!r}")
+    return _rederive(b, ctx, b.answer, "binding")
 
 
 @check("binding_references")
@@ -207,14 +211,9 @@ def item_answer_in_options(item: OEItem, ctx: CheckContext) -> Outcome:
 def item_answer_derivable(item: OEItem, ctx: CheckContext) -> Outcome:
     """The item's key equals the answer re-derived from evidence through its binding."""
     b = ctx.load(item.binding)
-    ev = ctx.load(item.evidence)
     if b.evidence != item.evidence:
         return Outcome(False, "item and binding name different evidence records")
-    tpl = ctx.load(b.template_artifact)
-    answer, why = derive(ev, b.view, b.slots, tpl.model_dump())
-    if answer is None:
-        return Outcome(False, f"evidence does not determine a unique answer: {why.get('reason')}")
-    return Outcome(answer == item.answer, "" if answer == item.answer else f"evidence gives {answer!r}, key says {item.answer!r}")
+    return _rederive(b, ctx, item.answer, "key")
 
 
 @check("item_scorer_executes")
