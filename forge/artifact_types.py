@@ -252,6 +252,11 @@ class OEItem(ArtifactContent):
     binding: str
     evidence: str
     derivation: dict[str, Any]
+    media_sources: list[str] = Field(default_factory=list, description="source RGB blobs the media were drawn from")
+    option_values: list[str] = Field(default_factory=list, description="what each displayed option refers to")
+
+    def values(self) -> list[str]:
+        return self.option_values or self.options
 
 
 class Package(ArtifactContent):

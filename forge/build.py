@@ -11,17 +11,22 @@ from typing import Any
 
 from forge.contracts import ContractBook
 from forge.control import StageRunner, stage_graph
-from forge.errors import ForgeError
+from forge.errors import DefinitionError, ForgeError
+from forge.faults import FaultPlan
 from forge.executor import Executor
 from forge.gates import GateLog
 from forge.intent import LoadedIntent, load_intent
 from forge.packaging import export
 from forge.planner import compose, extra_contract_dirs
 from forge.progress import Progress
+from forge.repair import RepairLoop, RepairSettings
 from forge.resources import descriptor
-from forge.refs import forced_run_keys, resolve
+from forge.refs import forced_scope, resolve
 from forge.skills import discover
 from forge.store import Store
+
+
+ABLATIONS = ("final-stage-only", "no-contracts", "no-blind-eval", "no-repair")
 
 
 @dataclass
@@ -31,6 +36,8 @@ class BuildOptions:
     rebuild_from: list[str] = field(default_factory=list)
     workers: int = 0  # 0: one per CPU core
     progress: bool = True
+    ablate: str | None = None  # one of ABLATIONS: switch that part of the loop off
+    faults: FaultPlan | None = None  # testing seam: plant defects (see forge.faults)
 
 
 def default_store_dir(intent_path: Path) -> Path:
@@ -42,22 +49,40 @@ def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[
     loaded = load_intent(intent_path)
     registry = discover()
     workflow = compose(loaded, registry)  # type and precondition errors surface here, before any work
+    if options.ablate is not None and options.ablate not in ABLATIONS:
+        raise DefinitionError(f"unknown ablation {options.ablate!r}; choose from {', '.join(ABLATIONS)}")
     contracts = ContractBook.load(extra_contract_dirs(loaded))
+    checks_off = options.ablate in ("final-stage-only", "no-contracts")
+    if checks_off:
+        contracts.tag = options.ablate
     store_dir = options.store_dir or default_store_dir(loaded.path)
     t0 = time.perf_counter()
     with Store(store_dir) as store:
         build_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         force_keys: set[str] = set()
+        force_ids: set[str] = set()
         for ref in options.rebuild_from:
-            force_keys |= forced_run_keys(store, resolve(store, ref))
+            keys, ids = forced_scope(store, resolve(store, ref))
+            force_keys |= keys
+            force_ids |= ids
         store.begin_build(build_id, str(loaded.path), loaded.content_hash)
         progress = Progress(enabled=options.progress)
         workers = options.workers or (os.cpu_count() or 1)
         executor = Executor(store, contracts, build_id, workers=workers, progress=progress,
-                            force=(lambda inv: inv.run_key in force_keys) if force_keys else None)
+                            force=(lambda inv: inv.run_key in force_keys or bool(force_ids & set(inv.input_ids)))
+                            if force_keys else None,
+                            faults=options.faults, checks_enabled=not checks_off)
         log = GateLog(build_id)
         scale = descriptor(loaded.intent.sources[0].kind).scale
-        runner = StageRunner(workflow, executor, store, loaded.intent.gates.model_dump(), progress, log, scale)
+        gates = loaded.intent.gates.model_dump()
+        repair = None
+        if options.ablate not in ("final-stage-only", "no-repair"):
+            policy = loaded.intent.repair
+            repair = RepairLoop(store, executor, {n.role: n for n in workflow.nodes},
+                                RepairSettings(policy.budget, policy.escalate_after), build_id,
+                                guard=_guard(contracts, gates))
+        runner = StageRunner(workflow, executor, store, gates, progress, log, scale, repair=repair,
+                             ablate=options.ablate)
         try:
             state = stage_graph(runner).invoke({"ids": {}, "stage_seconds": {}, "notes": [], "units": 0, "topups": 0},
                                                {"recursion_limit": 50})
@@ -71,8 +96,17 @@ def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[
             executor.close()
             progress.close()
         summary = _summary(runner, state, build_id, store_dir, path, written, time.perf_counter() - t0, pkg)
+        summary["ablate"] = options.ablate
+        if repair is not None:
+            summary["repair"] = repair.summary(set(runner.item_stats.get("accepted", [])), runner.verified_before_repair)
         store.end_build(build_id, "ok", summary)
     return summary
+
+
+def _guard(contracts: ContractBook, gates: dict[str, Any]) -> str:
+    from forge.keys import digest
+
+    return digest(sorted((t, contracts.version(t)) for t in contracts.contracts), gates)
 
 
 def _summary(runner: StageRunner, state: dict[str, Any], build_id: str, store_dir: Path, path: Path,
@@ -80,7 +114,10 @@ def _summary(runner: StageRunner, state: dict[str, Any], build_id: str, store_di
     res = runner.results
     stats = runner.item_stats
     accepted = stats.get("accepted", [])
-    rejected = len(stats.get("contract_rejected", [])) + len(stats.get("grey_held", [])) + len(stats.get("blind_held", []))
+    replaced = runner._replaced
+    contract_rejected = [i for i in stats.get("contract_rejected", []) if i not in replaced]
+    blind_held = [i for i in stats.get("blind_held", []) if i not in replaced]
+    rejected = len(contract_rejected) + len(stats.get("grey_held", [])) + len(blind_held)
     return {
         "build_id": build_id,
         "store": str(store_dir),
@@ -97,8 +134,9 @@ def _summary(runner: StageRunner, state: dict[str, Any], build_id: str, store_di
         "items_accepted": len(accepted),
         "items_rejected": rejected,
         "items_released": pkg.counts["items"],
-        "rejections": {"contracts": len(stats.get("contract_rejected", [])),
-                       "gate_A": len(stats.get("grey_held", [])), "gate_C1": len(stats.get("blind_held", []))},
+        "artifacts_repaired": len(replaced),
+        "rejections": {"contracts": len(contract_rejected),
+                       "gate_A": len(stats.get("grey_held", [])), "gate_C1": len(blind_held)},
         "gates": runner.log.counts,
         "templates": {t: {"grey_batch": "pass" if ok else "fail",
                           "blind": {k: runner.blind_reports.get(t, {}).get(k)

@@ -45,6 +45,8 @@ class Requirement(BaseModel):
     severity: Severity = "blocking"
     check: str
     args: dict[str, Any] = Field(default_factory=dict)
+    # What kind of defect a failure is; diagnosis routes it to a repair operator.
+    category: str = "invalid_record"
 
 
 class ContractFile(BaseModel):
@@ -63,6 +65,7 @@ class CheckResult:
     severity: str
     diagnostics: str = ""
     backend: str = "builtin"
+    category: str = "invalid_record"
 
 
 @dataclass
@@ -108,8 +111,11 @@ class Contract:
 class ContractBook:
     """All contracts in force for a build, by artifact type."""
 
-    def __init__(self, contracts: dict[str, Contract]) -> None:
+    def __init__(self, contracts: dict[str, Contract], tag: str = "") -> None:
         self.contracts = contracts
+        # An ablation that changes what is checked tags the versions, so stored verdicts
+        # made under other rules are checked again instead of trusted.
+        self.tag = tag
 
     @classmethod
     def load(cls, extra_dirs: list[Path] | None = None) -> "ContractBook":
@@ -149,7 +155,14 @@ class ContractBook:
 
     def version(self, type_name: str) -> str:
         c = self.contracts.get(type_name)
-        return c.version if c else "none"
+        return (c.version if c else "none") + (f"+{self.tag}" if self.tag else "")
+
+    def category(self, requirement_id: str) -> str:
+        for c in self.contracts.values():
+            for r in c.requirements:
+                if r.id == requirement_id:
+                    return r.category
+        return "invalid_record"
 
     def evaluate(self, artifact_id: str, content: ArtifactContent, ctx: CheckContext) -> list[CheckResult]:
         contract = self.contracts.get(content.TYPE)
@@ -161,11 +174,12 @@ class ContractBook:
         for req in ordered:
             if req.verification == "model-assisted" and hard_failed:
                 results.append(CheckResult(RequirementId(req.id), artifact_id, False, req.verification, req.severity,
-                                           "not run: a deterministic or execution requirement already failed"))
+                                           "not run: a deterministic or execution requirement already failed",
+                                           category=req.category))
                 continue
             outcome = _run_check(req, content, ctx)
             results.append(CheckResult(RequirementId(req.id), artifact_id, outcome.passed, req.verification,
-                                       req.severity, outcome.diagnostics, outcome.backend))
+                                       req.severity, outcome.diagnostics, outcome.backend, req.category))
             if not outcome.passed and req.severity == "blocking" and req.verification != "model-assisted":
                 hard_failed = True
         return results

@@ -48,9 +48,15 @@ class StageRunner:
     """Runs the workflow's nodes stage by stage and applies the gates between them."""
 
     def __init__(self, workflow: Workflow, executor: Executor, store: Store, gate_settings: dict[str, Any],
-                 progress: Progress, gate_log: GateLog, scale: dict[str, str]) -> None:
+                 progress: Progress, gate_log: GateLog, scale: dict[str, str], *, repair: Any = None,
+                 ablate: str | None = None) -> None:
         self.workflow = workflow
         self.scale = scale
+        self.repair = repair  # a RepairLoop, or None when repair is ablated
+        self.ablate = ablate
+        self._replaced: set[str] = set()
+        self._final_checked = False
+        self.verified_before_repair = 0
         self._collected_units = 0
         self.executor = executor
         self.store = store
@@ -190,23 +196,117 @@ class StageRunner:
             return 0  # no unit yields this capability at all; more of them will not help
         return max(1, min(units, math.ceil(units * (1.0 / worst - 1.0) * 1.1)))
 
-    def s5_verify_package(self, state: BuildState) -> dict[str, Any]:
+    def s5_verify(self, state: BuildState) -> dict[str, Any]:
+        """Gates B1 and C1 over the current item pool; failures are left for the repair loop."""
         ids = state["ids"]
-        items = {i: self.executor.load(i) for i in ids["OEItem"]}
-        rejected_ids = self.item_stats.get("contract_rejected", [])
+        pool = list(ids["OEItem"])
+        if self.ablate == "final-stage-only" and not self._final_checked:
+            pool = self._final_stage_contracts(pool)
+        self.executor.preload(pool)
+        items = {i: self.executor.load(i) for i in pool}
+        rejected_ids = [a for a in self._rejected_in_build("OEItem") if a not in self._replaced]
         self.executor.preload(rejected_ids)
         failed = self._failed_requirements(rejected_ids)
         rejected = {i: (self.executor.load(i).template, failed.get(i, [])) for i in rejected_ids}
         passed_b1 = screen_invalid(self.log, items, rejected)
-        accepted, self.blind_reports = blind_evaluation(self.log, {i: items[i] for i in passed_b1}, self.gates)
+        if self.ablate == "no-blind-eval":
+            accepted, self.blind_reports = passed_b1, {}
+        else:
+            accepted, self.blind_reports = blind_evaluation(self.log, {i: items[i] for i in passed_b1}, self.gates)
         self.item_stats["accepted"] = accepted
         self.item_stats["blind_held"] = sorted(set(passed_b1) - set(accepted))
+        return {"ids": {"OEItem": pool}}
+
+    def wants_repair(self, state: BuildState) -> str:
+        if self.repair is None or self.repair.rounds > self.repair.settings.budget:
+            return "package"
+        return "repair" if self._pending_failures() else "package"
+
+    def s5_repair(self, state: BuildState) -> dict[str, Any]:
+        """One round of diagnosis and repair; repaired items replace their priors in the pool."""
+        if self.repair.rounds == 0:
+            self.verified_before_repair = self._verified_in_build()
+        failures = self._pending_failures()
+        outcome = self.repair.round(failures, state["ids"]["Template"])
+        self._replaced |= set(outcome["replaced"])
+        if self.repair.guard != self._guard():
+            from forge.repair import RepairInvariantError
+
+            raise RepairInvariantError("a repair changed a requirement or a gate threshold")
+        pool = [i for i in state["ids"]["OEItem"] if i not in self._replaced] + outcome["items"]
+        return {"ids": {"OEItem": sorted(set(pool))}}
+
+    def s5_package(self, state: BuildState) -> dict[str, Any]:
+        ids = state["ids"]
+        accepted = self.item_stats.get("accepted", [])
+        self.item_stats["contract_rejected"] = [a for a in self._rejected_in_build("OEItem")]
         self.log.flush(self.store)
         if not accepted:
             raise ContractError("no item passed the quality gates; see `forge status` and the gate decisions")
         pkg = self._run("package", {"Blueprint": ids["Blueprint"], "OEItem": accepted})
         self._require("package", pkg, "package")
         return {"ids": {"Package": pkg.verified}}
+
+    # -- repair support -------------------------------------------------------------------
+
+    def _pending_failures(self) -> dict[str, tuple[str, str]]:
+        handled = self.repair.handled if self.repair else set()
+        rows = self.store.execute(
+            "SELECT DISTINCT a.id, a.type, json_extract_string(a.content, '$.template') FROM artifacts a "
+            "JOIN build_runs b ON a.run_key = b.run_key WHERE b.build_id = ? AND a.status = 'rejected'",
+            [self.executor.build_id]).fetchall()
+        disabled = {t for t, ok in self.grey.items() if not ok}
+        todo = [aid for aid, _, template in rows if aid not in handled and template not in disabled]
+        failures: dict[str, tuple[str, str]] = {}
+        first = self.store._ids_query(
+            "SELECT artifact_id, requirement_id, diagnostics FROM verifications WHERE artifact_id IN (SELECT id FROM _ids) "
+            "AND NOT passed AND severity = 'blocking' ORDER BY artifact_id, verification = 'model-assisted', requirement_id",
+            todo)
+        for aid, req, diag in first:
+            failures.setdefault(aid, (req, diag or ""))
+        for template, report in self.blind_reports.items():
+            if report.get("flagged"):
+                detail = (f"blind solver {report['best_solver']} scored {report['best_accuracy']:.2f} "
+                          f"against chance {report['chance']:.2f}")
+                for iid in self.item_stats.get("blind_held", []):
+                    if self.executor.load(iid).template == template and iid not in handled:
+                        failures[iid] = ("C1", detail)
+        return failures
+
+    def _verified_in_build(self) -> int:
+        return self.store.one(
+            "SELECT count(DISTINCT a.id) FROM artifacts a JOIN build_runs b ON a.run_key = b.run_key "
+            "WHERE b.build_id = ? AND a.status = 'verified'", [self.executor.build_id])[0]
+
+    def _rejected_in_build(self, type_name: str) -> list[str]:
+        rows = self.store.execute(
+            "SELECT DISTINCT a.id FROM artifacts a JOIN build_runs b ON a.run_key = b.run_key "
+            "WHERE b.build_id = ? AND a.status = 'rejected' AND a.type = ? ORDER BY a.id",
+            [self.executor.build_id, type_name]).fetchall()
+        return [r[0] for r in rows]
+
+    def _final_stage_contracts(self, pool: list[str]) -> list[str]:
+        """Ablation 'final-stage-only': contracts run once, on the finished items only."""
+        from forge.contracts import decide
+
+        self._final_checked = True
+        saved, self.executor.checks_enabled = self.executor.checks_enabled, True
+        kept = []
+        self.executor.preload(pool)
+        for iid in pool:
+            status = decide(self.executor.check(iid, self.executor.load(iid)))
+            if status == "verified":
+                kept.append(iid)
+            else:
+                self.store.execute("UPDATE artifacts SET status = 'rejected' WHERE id = ?", [iid])
+        self.executor.checks_enabled = saved
+        return kept
+
+    def _guard(self) -> str:
+        from forge.keys import digest
+
+        return digest(sorted((t, self.executor.contracts.version(t)) for t in self.executor.contracts.contracts),
+                      self.gates)
 
     def _check_coverage(self, template_ids: list[str]) -> None:
         bp = self._blueprint()
@@ -237,18 +337,21 @@ class StageRunner:
 
 _STAGE_TITLES = {"S1": "intent blueprinting", "S2": "data collection", "S3": "evidence structuring",
                  "S4": "benchmark synthesis: templates and binding", "S4 realize": "benchmark synthesis: items",
-                 "S5": "verification and packaging"}
+                 "S5": "verification (gates B1, C1)", "S5 repair": "diagnosis and repair",
+                 "S5 package": "packaging"}
 
 
 def stage_graph(runner: StageRunner):
-    """S1 -> S2 -> S3 -> S4 bind -(short of targets)-> S2 ... -> S4 realize -> S5.
+    """S1 -> S2 -> S3 -> S4 bind -(short of targets)-> S2 ... -> S4 realize -> S5 verify
+    -(failures)-> S5 repair -> S5 verify ... -> S5 package.
 
-    Each node returns ids only; the conditional edge after binding is the loop that collects
-    more evidence when the blueprint's composition cannot be met from what was collected.
+    Each node returns ids only. The edge after binding collects more evidence when the
+    blueprint's composition cannot be met; the edge after verification is the repair loop.
     """
     graph = StateGraph(BuildState)
     steps = {"S1": runner.s1_blueprint, "S2": runner.s2_collect, "S3": runner.s3_structure,
-             "S4": runner.s4_bind, "S4 realize": runner.s4_realize, "S5": runner.s5_verify_package}
+             "S4": runner.s4_bind, "S4 realize": runner.s4_realize, "S5": runner.s5_verify,
+             "S5 repair": runner.s5_repair, "S5 package": runner.s5_package}
     for name, fn in steps.items():
         graph.add_node(name, lambda state, _s=name, _f=fn: runner._timed(_s, _f, state))
     graph.add_edge(START, "S1")
@@ -257,5 +360,7 @@ def stage_graph(runner: StageRunner):
     graph.add_edge("S3", "S4")
     graph.add_conditional_edges("S4", runner.wants_more, {"more": "S2", "enough": "S4 realize"})
     graph.add_edge("S4 realize", "S5")
-    graph.add_edge("S5", END)
+    graph.add_conditional_edges("S5", runner.wants_repair, {"repair": "S5 repair", "package": "S5 package"})
+    graph.add_edge("S5 repair", "S5")
+    graph.add_edge("S5 package", END)
     return graph.compile()

@@ -50,6 +50,9 @@ class Invocation:
     run_key: str
     module_version: str
     data_files: dict[str, dict[str, str]]
+    # Set for repair invocations: which repair this is. It enters the run key, so a repair
+    # gives a new version instead of the stored one, and it is recorded on every output.
+    repair: dict[str, Any] | None = None
 
     @property
     def input_ids(self) -> list[str]:
@@ -98,6 +101,8 @@ class Executor:
         force: ForcePredicate | None = None,
         workers: int = 1,
         progress: Any = None,
+        faults: Any = None,
+        checks_enabled: bool = True,
     ) -> None:
         self.store = store
         self.contracts = contracts
@@ -105,6 +110,8 @@ class Executor:
         self.force = force
         self.workers = max(1, workers)
         self.progress = progress
+        self.faults = faults  # testing seam: a FaultPlan applied to first productions, never to repairs
+        self.checks_enabled = checks_enabled  # ablation: contracts off until the final stage
         self._cache: dict[str, ArtifactContent] = {}
         self._types: dict[str, str] = {}
         self._pool: ProcessPoolExecutor | None = None
@@ -153,12 +160,21 @@ class Executor:
                 continue
             param_sets = spec.expand(**contents) if spec.expand else (node.fanout or [{}])
             for extra in param_sets:
-                params = spec.validate_params({**node.params, **extra})
-                data_files = spec.data_files(params)
-                code_version = digest(module_version, data_identity(data_files))
-                run_key = digest(ENGINE_FORMAT_VERSION, spec.name, code_version, params, inputs, length=32)
-                out.append(Invocation(node, inputs, params, run_key, module_version, data_files))
+                out.append(self.invocation(node, inputs, {**node.params, **extra}, module_version=module_version))
         return out
+
+    def invocation(self, node: WorkflowNode, inputs: dict[str, Any], params: dict[str, Any], *,
+                   repair: dict[str, Any] | None = None, module_version: str | None = None) -> Invocation:
+        """One invocation of ``node`` on explicit inputs (the repair loop builds its own)."""
+        spec = node.skill
+        params = spec.validate_params(params)
+        module_version = module_version or spec.module_version()
+        data_files = spec.data_files(params)
+        code_version = digest(module_version, data_identity(data_files))
+        key_parts: list[Any] = [ENGINE_FORMAT_VERSION, spec.name, code_version, params, inputs]
+        if repair:
+            key_parts.append({"repair": repair})
+        return Invocation(node, inputs, params, digest(*key_parts, length=32), module_version, data_files, repair)
 
     # -- running --------------------------------------------------------------------------
 
@@ -171,6 +187,11 @@ class Executor:
         forced = {inv.run_key for inv in invocations
                   if self.force and inv.run_key not in self._executed and self.force(inv)}
         memo = self.store.runs_by_key(inv.run_key for inv in invocations if inv.run_key not in forced)
+        # A run made under another fault plan (or none) is not this run: execute it again.
+        tag = self._fault_tag(invocations[0].node.skill.name)
+        stale = {k for k, r in memo.items() if (r.get("fault_tag") or "") != tag}
+        forced |= stale
+        memo = {k: r for k, r in memo.items() if k not in stale}
         # An invocation that already failed in this build is not retried when the loop comes back.
         todo = [inv for inv in invocations if inv.run_key not in memo and inv.run_key not in self._executed]
         done = [inv for inv in invocations if inv.run_key in memo]
@@ -195,6 +216,15 @@ class Executor:
             task.finish()
         result.seconds = time.perf_counter() - t0
         return result
+
+    def _fault_tag(self, skill: str) -> str:
+        return (self.faults.key_for(skill) or "") if self.faults is not None else ""
+
+    def check(self, aid: str, content: ArtifactContent) -> list[CheckResult]:
+        """Run the artifact's contract (nothing, when contracts are ablated)."""
+        if not self.checks_enabled:
+            return []
+        return self.contracts.evaluate(aid, content, CheckContext(aid, self.load, self.store))
 
     def _reuse(self, done: list[Invocation], memo: dict[str, dict[str, Any]], result: NodeResult) -> None:
         out_ids = [oid for inv in done for oid in memo[inv.run_key]["outputs"]]
@@ -222,7 +252,7 @@ class Executor:
             ts = now()
             for oid in stale_contract:
                 content = self._cache[oid]
-                checks = self.contracts.evaluate(oid, content, CheckContext(oid, self.load, self.store))
+                checks = self.check(oid, content)
                 status = decide(checks)
                 self.store.execute("DELETE FROM verifications WHERE artifact_id = ?", [oid])
                 self.store.execute("UPDATE artifacts SET status = ?, contract_version = ? WHERE id = ?",
@@ -246,7 +276,7 @@ class Executor:
         try:
             contents = {k: ([self.load(a) for a in v] if isinstance(v, list) else self.load(v))
                         for k, v in inv.inputs.items()}
-            ctx = SkillContext(inv.node.skill, inv.params, inv.run_key, self.store, inv.inputs)
+            ctx = SkillContext(inv.node.skill, inv.params, inv.run_key, self.store, inv.inputs, loader=self.load)
             outputs = _normalize_outputs(inv.node.skill, inv.node.skill.fn(ctx, **contents))
             return outputs, None, started, now()
         except Exception as exc:
@@ -280,6 +310,8 @@ class Executor:
     def _record(self, inv: Invocation, outputs: list[Output], error: str | None, started, ended,
                 forced: set[str], batch: Batch, result: NodeResult) -> None:
         spec = inv.node.skill
+        if error is None and self.faults is not None and inv.repair is None:
+            outputs = self.faults.apply(inv, outputs, self)
         result.executed += 1
         self._executed.add(inv.run_key)
         out_ids = []
@@ -287,13 +319,22 @@ class Executor:
             ts = now()
             cversion = self.contracts.version(spec.output)
             for out in outputs:
-                aid = digest(inv.run_key, out.key, length=32)
+                fault = out.metadata.get("fault")
+                # A planted defect gets its own id, so clean artifacts keep theirs.
+                aid = digest(inv.run_key, out.key, *([f"fault:{fault}"] if fault else []), length=32)
                 out_ids.append(aid)
                 payload = canonical_json(out.content.model_dump(mode="json"))
                 # Downstream sees exactly what a later build would load from the store.
                 out.content = type(out.content).model_validate_json(payload)
                 self._cache[aid] = out.content
-                checks = self.contracts.evaluate(aid, out.content, CheckContext(aid, self.load, self.store))
+                prior = None
+                if inv.repair:
+                    prior = inv.repair.get("priors", {}).get(out.key) or inv.repair.get("prior")
+                    root = inv.repair.get("roots", {}).get(out.key) or inv.repair.get("root") or prior
+                    out.metadata = {**out.metadata, "repair": {
+                        "operator": inv.repair["operator"], "violated": inv.repair["violated"], "prior": prior,
+                        "attempt": inv.repair["attempt"], "root": root}}
+                checks = self.check(aid, out.content)
                 status = decide(checks)
                 if inv.run_key in forced:
                     batch.replace_artifacts.add(aid)
@@ -302,6 +343,8 @@ class Executor:
                 for role, parent in inv.inputs.items():
                     for p in parent if isinstance(parent, list) else [parent]:
                         batch.add("edges", (p, aid, role))
+                if prior:
+                    batch.add("edges", (prior, aid, "repairs"))
                 for c in checks:
                     batch.add("verifications", _verification_row(c, cversion, ts))
                 (result.verified if status == "verified" else result.rejected).append(aid)
@@ -312,11 +355,13 @@ class Executor:
             result.errors.append(error)
         if inv.run_key in forced:
             batch.replace_runs.add(inv.run_key)
+            batch.replace_artifacts.update(out_ids)
         batch.add("skill_runs", (
             inv.run_key, spec.name, spec.stage, digest(inv.module_version, data_identity(inv.data_files)),
             inv.module_version,
             json.dumps(inv.data_files), canonical_json(inv.params), canonical_json(inv.inputs), json.dumps(out_ids),
             started, ended, "ok" if error is None else "error", error, self.build_id,
+            self._fault_tag(spec.name) if inv.repair is None else "",
         ))
         batch.add("build_runs", (self.build_id, inv.run_key, True))
 

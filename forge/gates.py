@@ -19,26 +19,34 @@ GATE_A, GATE_B1, GATE_C1 = GateId("A"), GateId("B1"), GateId("C1")
 
 @dataclass
 class GateLog:
-    """Collects decisions during a build and writes them in one batch."""
+    """The latest decision per (gate, subject) in this build; written once, at the end.
+
+    Verification rounds after repairs decide again on the same subjects; the last word counts.
+    """
 
     build_id: str
-    rows: list[tuple] = field(default_factory=list)
-    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    rows: dict[tuple[str, str], tuple] = field(default_factory=dict)
 
     def decide(self, gate: GateId, subject_id: str, subject_type: str, template: str, decision: str,
                details: dict[str, Any] | None = None) -> None:
-        self.rows.append((self.build_id, gate.value, subject_id, subject_type, template, decision,
-                          json.dumps(details or {}, sort_keys=True, default=str), now()))
-        bucket = self.counts.setdefault(gate.value, {})
-        if subject_type != "Template":
-            bucket[decision] = bucket.get(decision, 0) + 1
+        self.rows[(gate.value, subject_id)] = (self.build_id, gate.value, subject_id, subject_type, template, decision,
+                                              json.dumps(details or {}, sort_keys=True, default=str), now())
+
+    @property
+    def counts(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for (gate, _), row in sorted(self.rows.items()):
+            if row[3] != "Template":
+                bucket = out.setdefault(gate, {})
+                bucket[row[5]] = bucket.get(row[5], 0) + 1
+        return out
 
     def flush(self, store) -> None:
         batch = Batch()
-        for r in self.rows:
+        for r in self.rows.values():
             batch.add("gate_decisions", r)
+        store.execute("DELETE FROM gate_decisions WHERE build_id = ?", [self.build_id])
         store.write(batch)
-        self.rows = []
 
 
 def allocate(blueprint, bindings: dict[str, Binding], headroom: float) -> dict[str, list[str]]:

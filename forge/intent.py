@@ -86,6 +86,12 @@ class GateSettings(_Strict):
     min_blind_items: int = Field(20, ge=1, description="fewest items a template needs for the blind test")
 
 
+class RepairPolicy(_Strict):
+    budget: int = Field(2, ge=0, le=10, description="repair attempts per lineage before final rejection")
+    escalate_after: int = Field(3, ge=2, description="same symptom in this many artifacts of one producer "
+                                                     "escalates to one re-execution of the producer")
+
+
 class Intent(_Strict):
     """A researcher's evaluation intent."""
 
@@ -97,6 +103,7 @@ class Intent(_Strict):
     oe: OESpec
     sources: list[Source] = Field(min_length=1)
     gates: GateSettings = GateSettings()
+    repair: RepairPolicy = RepairPolicy()
     contracts: list[str] = Field(default_factory=list, description="extra contract folders, relative to the intent")
     templates_dirs: list[str] = Field(default_factory=list, description="extra template folders, relative to the intent")
     skills: dict[str, str] = Field(default_factory=dict, description="role -> skill name overrides")

@@ -37,8 +37,12 @@ def _nonempty(ref: str, ids: list[str]) -> list[str]:
     return ids
 
 
-def forced_run_keys(store: Store, roots: list[str]) -> set[str]:
-    """Run keys of the given artifacts and of all their descendants."""
+def forced_scope(store: Store, roots: list[str]) -> tuple[set[str], set[str]]:
+    """(run keys that produced the roots or their descendants, those artifact ids).
+
+    An invocation is forced when it produced one of them or consumes one of them, so a
+    consumer that happened to emit nothing last time runs again too.
+    """
     ids = set(roots) | store.descendants(roots)
     rows = store._ids_query("SELECT DISTINCT run_key FROM artifacts WHERE id IN (SELECT id FROM _ids)", ids)
-    return {r[0] for r in rows}
+    return {r[0] for r in rows}, ids

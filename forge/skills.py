@@ -112,14 +112,22 @@ def module_available(module: str) -> tuple[bool, str]:
 class SkillContext:
     """What a running skill may use: its parameters, a seeded RNG and the blob store."""
 
-    def __init__(self, spec: SkillSpec, params: dict[str, Any], run_key: str, store: Any, input_ids: dict[str, Any]):
+    def __init__(self, spec: SkillSpec, params: dict[str, Any], run_key: str, store: Any, input_ids: dict[str, Any],
+                 loader: Callable[[str], ArtifactContent] | None = None):
         self.spec = spec
+        self._loader = loader
         self.params = spec.params_model.model_validate(params) if spec.params_model else None
         self.run_key = run_key
         self.store = store
         self.input_ids = input_ids
         # Randomness is seeded from the invocation identity: a rebuild reproduces the content.
         self.rng = np.random.default_rng(int(run_key[:16], 16))
+
+    def load(self, artifact_id: str) -> ArtifactContent:
+        """Read an artifact of the input's lineage (repair operators re-derive from evidence)."""
+        if self._loader is None:
+            raise RuntimeError(f"skill {self.spec.name!r}: no artifact loader in this process")
+        return self._loader(artifact_id)
 
     def put_png(self, rgb: np.ndarray) -> str:
         return self.store.put_png(rgb)

@@ -40,7 +40,7 @@ CREATE TABLE IF NOT EXISTS edges (parent VARCHAR, child VARCHAR, role VARCHAR);
 CREATE TABLE IF NOT EXISTS skill_runs (
     run_key VARCHAR, skill VARCHAR, stage VARCHAR, code_version VARCHAR, module_version VARCHAR,
     data_files VARCHAR, params VARCHAR, inputs VARCHAR, outputs VARCHAR,
-    started_at TIMESTAMP, ended_at TIMESTAMP, status VARCHAR, error VARCHAR, build_id VARCHAR);
+    started_at TIMESTAMP, ended_at TIMESTAMP, status VARCHAR, error VARCHAR, build_id VARCHAR, fault_tag VARCHAR);
 CREATE TABLE IF NOT EXISTS verifications (
     artifact_id VARCHAR, requirement_id VARCHAR, contract_version VARCHAR, verification VARCHAR,
     severity VARCHAR, passed BOOLEAN, backend VARCHAR, diagnostics VARCHAR, checked_at TIMESTAMP);
@@ -51,6 +51,14 @@ CREATE TABLE IF NOT EXISTS builds (
     build_id VARCHAR, intent_path VARCHAR, intent_hash VARCHAR, started_at TIMESTAMP,
     ended_at TIMESTAMP, status VARCHAR, summary VARCHAR);
 CREATE TABLE IF NOT EXISTS build_runs (build_id VARCHAR, run_key VARCHAR, executed BOOLEAN);
+ALTER TABLE skill_runs ADD COLUMN IF NOT EXISTS fault_tag VARCHAR;
+CREATE TABLE IF NOT EXISTS diagnoses (
+    build_id VARCHAR, round INTEGER, artifact_id VARCHAR, artifact_type VARCHAR, requirement VARCHAR,
+    category VARCHAR, cause VARCHAR, producer VARCHAR, template VARCHAR, operator VARCHAR, attempt INTEGER,
+    root VARCHAR, grp VARCHAR, detail VARCHAR, diagnosed_at TIMESTAMP);
+CREATE TABLE IF NOT EXISTS repairs (
+    build_id VARCHAR, round INTEGER, operator VARCHAR, violated VARCHAR, priors VARCHAR, new VARCHAR,
+    rebuilt VARCHAR, status VARCHAR, error VARCHAR, seconds DOUBLE, repaired_at TIMESTAMP);
 """
 
 _COLUMNS: dict[str, list[str]] = {
@@ -58,12 +66,16 @@ _COLUMNS: dict[str, list[str]] = {
                   "contract_version", "created_at"],
     "edges": ["parent", "child", "role"],
     "skill_runs": ["run_key", "skill", "stage", "code_version", "module_version", "data_files", "params",
-                   "inputs", "outputs", "started_at", "ended_at", "status", "error", "build_id"],
+                   "inputs", "outputs", "started_at", "ended_at", "status", "error", "build_id", "fault_tag"],
     "verifications": ["artifact_id", "requirement_id", "contract_version", "verification", "severity",
                       "passed", "backend", "diagnostics", "checked_at"],
     "gate_decisions": ["build_id", "gate", "subject_id", "subject_type", "template", "decision", "details",
                        "decided_at"],
     "build_runs": ["build_id", "run_key", "executed"],
+    "diagnoses": ["build_id", "round", "artifact_id", "artifact_type", "requirement", "category", "cause", "producer",
+                  "template", "operator", "attempt", "root", "grp", "detail", "diagnosed_at"],
+    "repairs": ["build_id", "round", "operator", "violated", "priors", "new", "rebuilt", "status", "error",
+                "seconds", "repaired_at"],
 }
 
 
@@ -254,11 +266,12 @@ class Store(BlobStore):
 
     def runs_by_key(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         rows = self._ids_query(
-            "SELECT run_key, skill, status, outputs, code_version FROM skill_runs "
+            "SELECT run_key, skill, status, outputs, code_version, fault_tag FROM skill_runs "
             "WHERE run_key IN (SELECT id FROM _ids) AND status = 'ok'",
             keys,
         )
-        return {r[0]: {"skill": r[1], "status": r[2], "outputs": json.loads(r[3]), "code_version": r[4]} for r in rows}
+        return {r[0]: {"skill": r[1], "status": r[2], "outputs": json.loads(r[3]), "code_version": r[4],
+                       "fault_tag": r[5]} for r in rows}
 
     def artifacts(self, ids: Iterable[str]) -> dict[str, StoredArtifact]:
         rows = self._ids_query(

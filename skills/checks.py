@@ -113,6 +113,23 @@ def evidence_consistent(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
     return Outcome(not problems, "; ".join(problems[:5]))
 
 
+@check("evidence_matches_arrays")
+def evidence_matches_arrays(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
+    """Each fact's visible-pixel count, re-measured on its own view's segmentation, agrees."""
+    src = ctx.load(ev.source)
+    arrays = ctx.store.get_arrays(src.arrays)
+    body = {o.name: o.body for o in src.objects}
+    wrong = []
+    for f in ev.facts:
+        seg = arrays.get(f"seg_{f.view}")
+        if seg is None or f.object not in body:
+            wrong.append(f"{f.object}@{f.view}: no such view or object in the source")
+            continue
+        if int((seg == body[f.object]).sum()) != f.visible_pixels:
+            wrong.append(f"{f.object}@{f.view}")
+    return Outcome(not wrong, f"facts disagree with the source arrays: {wrong[:4]}" if wrong else "")
+
+
 @check("evidence_traceable")
 def evidence_traceable(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
     """The evidence names its source record, and its views and objects are that record's."""
@@ -171,8 +188,16 @@ def _rederive(b: Binding, ctx: CheckContext, claimed: str, who: str) -> Outcome:
     return Outcome(answer == claimed, "" if answer == claimed else f"evidence gives {answer!r}, {who} says {claimed!r}")
 
 
-@check("binding_answer_derivable")
-def binding_answer_derivable(b: Binding, ctx: CheckContext) -> Outcome:
+@check("binding_admissible")
+def binding_admissible(b: Binding, ctx: CheckContext) -> Outcome:
+    """The registered evidence for these slots clears the admission thresholds."""
+    tpl = ctx.load(b.template_artifact)
+    answer, why = derive(ctx.load(b.evidence), b.view, b.slots, tpl.model_dump())
+    return Outcome(answer is not None, "" if answer is not None else f"below admission: {why.get('reason')}")
+
+
+@check("binding_answer_matches")
+def binding_answer_matches(b: Binding, ctx: CheckContext) -> Outcome:
     """Re-deriving the answer from the registered evidence gives the bound answer."""
     return _rederive(b, ctx, b.answer, "binding")
 
@@ -201,8 +226,10 @@ def item_answer_in_options(item: OEItem, ctx: CheckContext) -> Outcome:
         problems.append("fewer than two options")
     if len({o.lower() for o in item.options}) != len(item.options):
         problems.append("duplicate options")
-    if item.answer_index is None or not (0 <= item.answer_index < len(item.options)) \
-            or item.options[item.answer_index] != item.answer:
+    values = item.values()
+    if len(values) != len(item.options):
+        problems.append("option values and displayed options differ in number")
+    elif item.answer_index is None or not (0 <= item.answer_index < len(values)) or values[item.answer_index] != item.answer:
         problems.append("answer_index does not point at the answer")
     return Outcome(not problems, "; ".join(problems))
 
@@ -224,7 +251,7 @@ def item_scorer_executes(item: OEItem, ctx: CheckContext) -> Outcome:
         return Outcome(False, "no answer index")
     letter = string.ascii_uppercase[item.answer_index]
     problems = []
-    if oe_scorer.score_item(key, letter) != 1.0 or oe_scorer.score_item(key, item.answer) != 1.0:
+    if oe_scorer.score_item(key, letter) != 1.0 or oe_scorer.score_item(key, item.options[item.answer_index]) != 1.0:
         problems.append("key does not score 1")
     for i, opt in enumerate(item.options):
         if i != item.answer_index and oe_scorer.score_item(key, opt) != 0.0:
@@ -275,6 +302,15 @@ def _media_stats(path) -> tuple[str, bool, int]:
     grey = bool(np.array_equal(a[..., 0], a[..., 1]) and np.array_equal(a[..., 1], a[..., 2]))
     packed = (a[..., 0].astype(np.uint32) << 16) | (a[..., 1].astype(np.uint32) << 8) | a[..., 2]
     return mode, grey, int(len(np.unique(packed.ravel())))
+
+
+@check("media_shows_evidence")
+def media_shows_evidence(item: OEItem, ctx: CheckContext) -> Outcome:
+    """Every view the binding derives the answer from is among the sources of the media."""
+    b = ctx.load(item.binding)
+    needed = {m["rgb"] for m in b.presentation["media"]}
+    missing = needed - set(item.media_sources)
+    return Outcome(not missing, f"{len(missing)} view(s) behind the answer are not shown" if missing else "")
 
 
 @check("realization_natural")

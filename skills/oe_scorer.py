@@ -22,8 +22,9 @@ LETTERS = string.ascii_uppercase
 
 def normalize(text: object) -> str:
     s = str(text).strip().lower()
-    s = re.sub(r"^(answer|option)\s*[:\-]?\s*", "", s)
-    return s.strip().strip(".").strip("()[] ").strip()
+    s = re.sub(r"^(answer|option)\s*[:\-]?\s*", "", s).strip().rstrip(".").strip()
+    wrapped = re.fullmatch(r"[(\[](.*)[)\]]", s)
+    return (wrapped.group(1) if wrapped else s).strip()
 
 
 def parse_choice(response: object, options: list[str]) -> int | None:

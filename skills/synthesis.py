@@ -151,6 +151,7 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
         answer_index=options.index(binding.answer) if binding.answer in options else None,
         scoring=pres["scoring"], template=binding.template, binding=ctx.input_ids["binding"],
         evidence=binding.evidence, derivation=binding.derivation,
+        media_sources=[m["rgb"] for m in pres["media"]], option_values=list(options),
     )]
 
 

@@ -1,0 +1,311 @@
+"""Diagnosis and provenance-guided repair (the backward loop).
+
+For every failed requirement or gate, a :class:`Diagnosis` names the violated requirement,
+its failure category, the earliest artifact that made it unsatisfiable, and the operator
+with the smallest sufficient scope. Operators, smallest first:
+
+    local_field_repair -> template_rebinding -> candidate_resynthesis
+    -> skill_reexecution -> upstream_rollback -> final_rejection
+
+The same symptom in several artifacts of one producer escalates to one re-execution of that
+producer. Invariants the engine enforces: requirements and gate thresholds are never touched
+(their digest is checked before and after every round); evidence is only ever rebuilt by
+its registered producing skill, never edited; every new version records the violated
+requirement, the operator and its prior version (an edge ``repairs``), and passes the same
+contracts and gates as a new artifact; only the repaired artifact's descendants are rebuilt;
+each lineage has a repair budget, after which it is rejected with its records kept.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from forge.errors import ForgeError
+from forge.executor import Executor, NodeResult, WorkflowNode
+from forge.keys import digest
+from forge.store import Batch, Store, now
+
+OPERATORS = ("local_field_repair", "template_rebinding", "candidate_resynthesis", "skill_reexecution",
+             "upstream_rollback", "final_rejection")
+
+# Failure category -> (operator, escalation operator for a repeated symptom of one producer).
+ROUTES: dict[str, tuple[str, str | None]] = {
+    "answer_mismatch": ("local_field_repair", "skill_reexecution"),
+    "wrong_slot": ("template_rebinding", "candidate_resynthesis"),
+    "ambiguous_realization": ("candidate_resynthesis", None),
+    "non_target_shortcut": ("candidate_resynthesis", None),
+    "answer_not_visible": ("candidate_resynthesis", None),
+    "invalid_media": ("skill_reexecution", None),
+    "invalid_evidence": ("upstream_rollback", None),
+    "invalid_source": ("upstream_rollback", None),
+    "inadmissible_evidence": ("final_rejection", None),
+}
+
+# Artifact types whose content is registered evidence: never edited, only rebuilt by their producer.
+EVIDENCE_TYPES = {"SourceRecord", "EvidenceRecord", "StateRecord", "SceneSpec"}
+
+
+class RepairInvariantError(ForgeError):
+    """A repair tried to do what repairs may never do."""
+
+
+@dataclass
+class Diagnosis:
+    artifact: str
+    type: str
+    requirement: str
+    category: str
+    cause: str
+    producer: str
+    template: str
+    operator: str
+    attempt: int
+    root: str
+    detail: str = ""
+    group: str = ""
+
+
+@dataclass
+class RepairRecord:
+    operator: str
+    diagnoses: list[Diagnosis]
+    new: list[str] = field(default_factory=list)
+    rebuilt: list[str] = field(default_factory=list)
+    status: str = "pending"
+    seconds: float = 0.0
+    error: str = ""
+
+
+@dataclass
+class RepairSettings:
+    budget: int = 2
+    escalate_after: int = 3
+
+
+class RepairLoop:
+    """One instance per build; ``round`` is called by the stage graph until nothing is pending."""
+
+    def __init__(self, store: Store, executor: Executor, nodes: dict[str, WorkflowNode], settings: RepairSettings,
+                 build_id: str, guard: str) -> None:
+        self.store = store
+        self.executor = executor
+        self.nodes = nodes  # role -> workflow node
+        self.settings = settings
+        self.build_id = build_id
+        self.guard = guard  # digest of contracts and gate settings, checked after every round
+        self.handled: set[str] = set()
+        self.records: list[RepairRecord] = []
+        self.rounds = 0
+
+    # -- diagnosis ------------------------------------------------------------------------
+
+    def diagnose(self, failures: dict[str, tuple[str, str]]) -> list[Diagnosis]:
+        """``failures``: artifact id -> (requirement or gate, detail). Ids already handled are skipped."""
+        todo = {a: f for a, f in failures.items() if a not in self.handled}
+        if not todo:
+            return []
+        arts = self.store.artifacts(todo)
+        runs = self.store.runs_for_artifacts(todo)
+        meta = dict(self.store._ids_query("SELECT id, metadata FROM artifacts WHERE id IN (SELECT id FROM _ids)", todo))
+        out = []
+        for aid, (req, detail) in sorted(todo.items()):
+            art = arts[aid]
+            category = self.executor.contracts.category(req) if req != "C1" else "non_target_shortcut"
+            prior = json.loads(meta.get(aid) or "{}").get("repair", {})
+            attempt = int(prior.get("attempt", 0)) + 1
+            operator = ROUTES.get(category, ("final_rejection", None))[0]
+            if attempt > self.settings.budget:
+                operator, detail = "final_rejection", f"repair budget of {self.settings.budget} spent; {detail}"
+            out.append(Diagnosis(
+                artifact=aid, type=art.type, requirement=req, category=category, cause=self._cause(aid),
+                producer=runs.get(aid, {}).get("skill", art.skill), template=str(art.content.get("template", "")),
+                operator=operator, attempt=attempt, root=prior.get("root", aid), detail=detail,
+            ))
+        return self._escalate(out)
+
+    def _cause(self, aid: str) -> str:
+        """The earliest artifact of the lineage that fails its own contract (else ``aid``)."""
+        lineage = [aid, *self.store.ancestors([aid])]
+        statuses = self.store.artifact_statuses(lineage)
+        bad = [a for a in lineage if statuses.get(a, ("", "verified", None))[1] == "rejected"]
+        order = ["Blueprint", "SceneSpec", "SourceRecord", "EvidenceRecord", "Template", "Binding", "OEItem"]
+        bad.sort(key=lambda a: order.index(statuses[a][0]) if statuses[a][0] in order else 99)
+        return bad[0] if bad else aid
+
+    def _escalate(self, diags: list[Diagnosis]) -> list[Diagnosis]:
+        groups: dict[tuple[str, str, str], list[Diagnosis]] = {}
+        for d in diags:
+            groups.setdefault((d.category, d.producer, d.template), []).append(d)
+        for (category, producer, template), members in groups.items():
+            escalation = ROUTES.get(category, (None, None))[1]
+            live = [d for d in members if d.operator != "final_rejection"]
+            if escalation and len(live) >= self.settings.escalate_after and all(d.attempt == 1 for d in live):
+                gid = digest(category, producer, template, sorted(d.artifact for d in live), length=12)
+                for d in live:
+                    d.operator, d.group = escalation, gid
+        return diags
+
+    # -- one round ------------------------------------------------------------------------
+
+    def round(self, failures: dict[str, tuple[str, str]], verified_templates: list[str]) -> dict[str, Any]:
+        """Diagnose and repair; returns new verified items and the artifacts they replace."""
+        self.rounds += 1
+        diags = self.diagnose(failures)
+        self.handled |= {d.artifact for d in diags}
+        new_items: list[str] = []
+        replaced: list[str] = []
+        by_op: dict[tuple[str, str], list[Diagnosis]] = {}
+        for d in diags:
+            by_op.setdefault((d.operator, d.group or d.artifact), []).append(d)
+        for (operator, _), members in sorted(by_op.items()):
+            t0 = time.perf_counter()
+            rec = RepairRecord(operator, members)
+            try:
+                produced = self._apply(operator, members)
+                rec.new = self._replacements(produced.verified + produced.rejected)
+                fresh = [a for a in produced.verified if a in set(rec.new)]
+                items, rebuilt = self._rebuild_descendants(fresh, verified_templates)
+                rec.rebuilt = rec.new + rebuilt
+                new_items += items
+                replaced += [d.artifact for d in members]
+                rec.status = "rejected" if operator == "final_rejection" else ("rebuilt" if produced.verified else "failed")
+                if produced.errors:
+                    rec.error = produced.errors[0]
+            except _Reject as exc:
+                rec.status, rec.error = "rejected", str(exc)
+            rec.seconds = time.perf_counter() - t0
+            self.records.append(rec)
+        self._write(diags)
+        return {"items": new_items, "replaced": replaced, "diagnoses": len(diags)}
+
+    def _apply(self, operator: str, members: list[Diagnosis]) -> NodeResult:
+        ex = self.executor
+        if operator == "final_rejection":
+            raise _Reject("; ".join(sorted({d.detail or d.requirement for d in members}))[:500])
+        if operator in ("skill_reexecution", "upstream_rollback"):
+            return ex.run(self._reinvoke(operator, members), label=f"repair {operator}")
+        invs = []
+        for d in members:
+            info = {"operator": operator, "violated": d.requirement, "prior": d.artifact, "attempt": d.attempt,
+                    "root": d.root}
+            if operator == "local_field_repair":
+                if d.type in EVIDENCE_TYPES:
+                    raise RepairInvariantError(f"{d.type} {d.artifact[:12]}: evidence is never edited in place")
+                if d.type == "OEItem":
+                    invs.append(self._operator("repair.local_field_item", {"item": d.artifact}, d, info))
+                else:
+                    invs.append(self._operator("repair.local_field_binding", {"binding": d.artifact}, d, info))
+            elif operator == "template_rebinding":
+                invs.append(self._operator("repair.rebind", {"binding": d.artifact}, d, info))
+            elif operator == "candidate_resynthesis":
+                binding = d.artifact if d.type == "Binding" else ex.load(d.artifact).binding
+                invs.append(self._operator("repair.resynthesize_item", {"binding": binding}, d, info))
+        return ex.run(invs, label=f"repair {operator}")
+
+    def _replacements(self, ids: list[str]) -> list[str]:
+        """New versions that replace a failed artifact (a re-executed producer also re-emits
+        outputs that never failed; those are not repairs and are not rebuilt below)."""
+        rows = self.store._ids_query("SELECT id, metadata FROM artifacts WHERE id IN (SELECT id FROM _ids)", ids)
+        keep = {aid for aid, meta in rows if json.loads(meta or "{}").get("repair", {}).get("prior")}
+        return [a for a in ids if a in keep]
+
+    def _operator(self, skill_name: str, inputs: dict[str, str], d: Diagnosis, info: dict[str, Any]):
+        from forge.skills import REGISTRY
+
+        node = WorkflowNode(skill_name, REGISTRY.get(skill_name), {})
+        return self.executor.invocation(node, inputs, {"attempt": d.attempt}, repair=info)
+
+    def _reinvoke(self, operator: str, members: list[Diagnosis]) -> list:
+        """Re-run each producing invocation once, on its recorded verified inputs and parameters.
+
+        Outputs are linked to the failed artifacts they replace by output key.
+        """
+        ids = [d.artifact for d in members]
+        runs = self.store.runs_for_artifacts(ids)
+        keys = dict(self.store._ids_query("SELECT id, output_key FROM artifacts WHERE id IN (SELECT id FROM _ids)", ids))
+        per_run: dict[str, list[Diagnosis]] = {}
+        for d in members:
+            per_run.setdefault(runs[d.artifact]["run_key"], []).append(d)
+        invs = []
+        for run_key, ds in sorted(per_run.items()):
+            run = runs[ds[0].artifact]
+            node = next((n for n in self.nodes.values() if n.skill.name == run["skill"]), None)
+            if node is None:
+                raise _Reject(f"producer {run['skill']} is not part of this workflow")
+            parents = [a for v in run["inputs"].values() for a in (v if isinstance(v, list) else [v])]
+            statuses = self.store.artifact_statuses(parents)
+            if any(statuses.get(p, ("", "missing", None))[1] != "verified" for p in parents):
+                raise _Reject("the producer's inputs are not all verified; nothing admissible to rebuild from")
+            info = {"operator": operator, "violated": sorted({d.requirement for d in ds}),
+                    "attempt": max(d.attempt for d in ds), "group": ds[0].group,
+                    "priors": {keys[d.artifact]: d.artifact for d in ds},
+                    "roots": {keys[d.artifact]: d.root for d in ds}}
+            invs.append(self.executor.invocation(node, run["inputs"], run["params"], repair=info))
+        return invs
+
+    def _rebuild_descendants(self, new_ids: list[str], templates: list[str]) -> tuple[list[str], list[str]]:
+        """Run the workflow below freshly repaired artifacts; returns (new items, all rebuilt ids)."""
+        ex = self.executor
+        ex.preload(new_ids)
+        by_type: dict[str, list[str]] = {}
+        for aid in new_ids:
+            by_type.setdefault(ex.load(aid).TYPE, []).append(aid)
+        rebuilt: list[str] = []
+        items = list(by_type.get("OEItem", []))
+        sources = by_type.get("SourceRecord", [])
+        if sources:
+            r = ex.run(ex.invocations(self.nodes["structure"], {"SourceRecord": sources}), label="repair rebuild S3")
+            rebuilt += r.verified + r.rejected
+            by_type.setdefault("EvidenceRecord", []).extend(r.verified)
+        evidence = by_type.get("EvidenceRecord", [])
+        if evidence:
+            r = ex.run(ex.invocations(self.nodes["bind"], {"Template": templates, "EvidenceRecord": evidence}),
+                       label="repair rebuild bind")
+            rebuilt += r.verified + r.rejected
+            by_type.setdefault("Binding", []).extend(r.verified)
+        bindings = by_type.get("Binding", [])
+        if bindings:
+            r = ex.run(ex.invocations(self.nodes["realize"], {"Binding": bindings}), label="repair rebuild items")
+            rebuilt += r.verified + r.rejected
+            items += r.verified
+        return items, rebuilt
+
+    def _write(self, diags: list[Diagnosis]) -> None:
+        batch = Batch()
+        ts = now()
+        for d in diags:
+            batch.add("diagnoses", (self.build_id, self.rounds, d.artifact, d.type, d.requirement, d.category,
+                                    d.cause, d.producer, d.template, d.operator, d.attempt, d.root, d.group,
+                                    d.detail[:1000], ts))
+        for rec in self.records:
+            if getattr(rec, "_written", False):
+                continue
+            rec._written = True  # type: ignore[attr-defined]
+            batch.add("repairs", (self.build_id, self.rounds, rec.operator,
+                                  json.dumps(sorted({d.requirement for d in rec.diagnoses})),
+                                  json.dumps([d.artifact for d in rec.diagnoses]), json.dumps(rec.new),
+                                  json.dumps(rec.rebuilt), rec.status, rec.error[:1000], rec.seconds, ts))
+        self.store.write(batch)
+
+    # -- reporting ------------------------------------------------------------------------
+
+    def summary(self, released: set[str], verified_before: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for op in OPERATORS:
+            recs = [r for r in self.records if r.operator == op]
+            if not recs:
+                continue
+            succeeded = sum(1 for r in recs if any(a in released for a in r.new + r.rebuilt))
+            out[op] = {"repairs": len(recs), "artifacts": sum(len(r.diagnoses) for r in recs),
+                       "succeeded": succeeded, "rebuilt": sum(len(r.rebuilt) for r in recs),
+                       "seconds": round(sum(r.seconds for r in recs), 3)}
+        rebuilt = sum(len(r.rebuilt) for r in self.records)
+        return {"operators": out, "rounds": self.rounds, "artifacts_rebuilt": rebuilt,
+                "artifacts_kept": verified_before, "guard": self.guard}
+
+
+class _Reject(Exception):
+    pass

@@ -1,0 +1,105 @@
+"""Defects a fault plan can plant (see ``forge.faults``): each mutator returns the corrupted
+content, or None where the defect does not apply to this artifact."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from forge.artifact_types import Binding, EvidenceRecord, MediaRef, OEItem
+from forge.faults import FaultContext, mutator
+from forge_skills.answer_rules import FactTable
+
+PHRASE = " (this is the correct one)"
+
+
+@mutator("wrong_answer_key")
+def wrong_answer_key(item: OEItem, ctx: FaultContext) -> OEItem | None:
+    """The key points at another option; evidence and binding stay correct."""
+    if item.answer_index is None:
+        return None
+    k = (item.answer_index + 1) % len(item.options)
+    return item.model_copy(update={"answer": item.values()[k], "answer_index": k})
+
+
+@mutator("shortcut_phrase")
+def shortcut_phrase(item: OEItem, ctx: FaultContext) -> OEItem | None:
+    """An explanatory phrase on the correct option's text only; what it refers to is unchanged."""
+    opts = list(item.options)
+    opts[item.answer_index] = opts[item.answer_index] + PHRASE
+    return item.model_copy(update={"options": opts, "option_values": item.values()})
+
+
+@mutator("hidden_view_media")
+def hidden_view_media(item: OEItem, ctx: FaultContext) -> OEItem | None:
+    """A multi-view question shown with only its first view: the answer is not visible."""
+    if len(item.media_sources) < 2:
+        return None
+    first = item.media_sources[0]
+    return item.model_copy(update={"media": [MediaRef(blob=first, role="image", label="image")],
+                                   "media_sources": [first]})
+
+
+@mutator("raw_segmentation_media")
+def raw_segmentation_media(item: OEItem, ctx: FaultContext) -> OEItem | None:
+    """The visible image replaced by a colour-coded segmentation map (an internal representation)."""
+    ev = ctx.load(item.evidence)
+    b = ctx.load(item.binding)
+    src = ctx.load(ev.source)
+    view = b.view if b.view is not None else ev.views[0].index
+    seg = ctx.store.get_arrays(src.arrays)[f"seg_{view}"]
+    palette = np.array([[31 * i % 256, 97 * i % 256, 53 * i % 256] for i in range(256)], dtype=np.uint8)
+    blob = ctx.store.put_png(palette[(seg.astype(np.int64) + 1) % 256])
+    return item.model_copy(update={"media": [MediaRef(blob=blob, role="image", label="image")]})
+
+
+@mutator("wrong_frame_join")
+def wrong_frame_join(ev: EvidenceRecord, ctx: FaultContext) -> EvidenceRecord | None:
+    """Facts joined to the wrong view: each view's measurements filed under the next view."""
+    views = [v.index for v in ev.views]
+    shift = {v: views[(i + 1) % len(views)] for i, v in enumerate(views)}
+    facts = [f.model_copy(update={"view": shift[f.view]}) for f in ev.facts]
+    return ev.model_copy(update={"facts": facts})
+
+
+@mutator("below_admission")
+def below_admission(b: Binding, ctx: FaultContext) -> Binding | None:
+    """A slot filled with an object too little visible to admit any answer."""
+    if b.view is None:
+        return None
+    ev = ctx.load(b.evidence)
+    tpl = ctx.load(b.template_artifact)
+    ft = FactTable(ev)
+    floor = float(tpl.admission.get("min_visible_pixels", 1))
+    faint = [o for o in ft.objects if ft.fact(o, b.view).visible_pixels < floor]
+    slots = dict(b.slots)
+    key = next(iter(slots))
+    current = slots[key]
+    if not faint:
+        return None
+    if isinstance(current, list):
+        replaced = [faint[0]] + [o for o in current[1:] if o != faint[0]]
+        if len(set(replaced)) != len(current):
+            return None
+        slots[key] = replaced
+    else:
+        if key == "object" and tpl.answer_rule.get("rule") == "visible" and ft.fact(faint[0], b.view).visible_pixels == 0:
+            return None  # absent is admissible for visibility; only partial visibility is not
+        slots[key] = faint[0]
+    return b.model_copy(update={"slots": slots})
+
+
+@mutator("systematic_wrong_answer")
+def systematic_wrong_answer(b: Binding, ctx: FaultContext) -> Binding | None:
+    """A broken answer program: every binding it makes carries a wrong answer."""
+    pres = b.presentation
+    kind = pres["options"].get("kind")
+    if kind == "yes_no":
+        values = ["yes", "no"]
+    elif kind == "labels":
+        values = list(pres["options"].get("labels", ["A", "B"]))
+    elif kind == "views":
+        values = [m["label"] for m in pres["media"]]
+    else:
+        values = list(b.slots.get("objects", []))
+    wrong = [v for v in values if v != b.answer]
+    return b.model_copy(update={"answer": wrong[0]}) if wrong else None
