@@ -3,6 +3,7 @@ version, parameter set, data file, verification record and gate decision."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from forge.refs import resolve
@@ -44,7 +45,31 @@ def audit(store: Store, ref: str) -> dict[str, Any]:
     return {"artifact": target, "type": target_art.type, "status": target_art.status,
             "content": target_art.content, "lineage": lineage,
             "sources": [{"id": s["id"], "type": s["type"], "skill": s["skill"]} for s in sources],
-            "data_files": data_files, "template_gate_decisions": template_gates}
+            "data_files": data_files, "template_gate_decisions": template_gates,
+            "repairs": repair_history(store, ids)}
+
+
+def repair_history(store: Store, ids: list[str]) -> list[dict[str, Any]]:
+    """Every repair in the lineage: operator, violated requirement, prior version, the fields
+    that changed (before/after) and the scope that was re-executed."""
+    edges = [(p, c) for p, c, role in store.parents(ids) if role == "repairs"]
+    if not edges:
+        return []
+    arts = store.artifacts([x for e in edges for x in e])
+    meta = dict(store._ids_query("SELECT id, metadata FROM artifacts WHERE id IN (SELECT id FROM _ids)",
+                                 [c for _, c in edges]))
+    records = store.execute("SELECT new, rebuilt, round, status FROM repairs").fetchall()
+    out = []
+    for prior, new in edges:
+        info = json.loads(meta.get(new) or "{}").get("repair", {})
+        before, after = arts[prior].content, arts[new].content
+        changed = {k: {"before": before.get(k), "after": after.get(k)}
+                   for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)}
+        scope = next((json.loads(r[1]) for r in records if new in json.loads(r[0])), [])
+        out.append({"artifact": new, "prior": prior, "type": arts[new].type, "operator": info.get("operator"),
+                    "violated": info.get("violated"), "attempt": info.get("attempt"), "changed": changed,
+                    "rebuilt": scope})
+    return out
 
 
 def _summarize(type_name: str, content: dict[str, Any]) -> str:

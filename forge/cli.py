@@ -47,11 +47,25 @@ def main() -> None:
     """forge: build verified embodied-AI benchmarks from an evaluation intent."""
 
 
-def _build_options(store: str | None, out: str, workers: int, quiet: bool, as_json: bool, rebuild_from=()):
+def _build_options(store: str | None, out: str, workers: int, quiet: bool, as_json: bool, rebuild_from=(),
+                   ablate: str | None = None, faults: str | None = None):
     from forge.build import BuildOptions
 
     return BuildOptions(store_dir=Path(store) if store else None, out_dir=Path(out), workers=workers,
-                        progress=not (quiet or as_json), rebuild_from=list(rebuild_from))
+                        progress=not (quiet or as_json), rebuild_from=list(rebuild_from), ablate=ablate,
+                        faults=_fault_plan(faults) if faults else None)
+
+
+def _fault_plan(path: str):
+    """A fault plan from JSON: a list of {kind, skill, rate, where, limit, seed}."""
+    from forge.errors import DefinitionError
+    from forge.faults import Fault, FaultPlan
+
+    try:
+        raw = json.loads(Path(path).read_text())
+        return FaultPlan([Fault(**f) for f in raw])
+    except (OSError, ValueError, TypeError) as exc:
+        raise DefinitionError(f"{path}: invalid fault plan: {exc}") from None
 
 
 def _print_summary(s: dict[str, Any]) -> None:
@@ -70,6 +84,15 @@ def _print_summary(s: dict[str, Any]) -> None:
     for gate, counts in sorted(s["gates"].items()):
         g.add_row(gate, str(counts.get("pass", 0)), str(counts.get("fail", 0)))
     console.print(g)
+    rep = s.get("repair") or {}
+    if rep.get("operators"):
+        r = Table(title=f"repairs ({rep['rounds']} rounds; {rep['artifacts_rebuilt']} artifacts rebuilt, "
+                        f"{rep['artifacts_kept']} kept)", show_header=True)
+        for col in ("operator", "repairs", "artifacts", "succeeded", "rebuilt", "seconds"):
+            r.add_column(col)
+        for op, row in rep["operators"].items():
+            r.add_row(op, *(str(row[k]) for k in ("repairs", "artifacts", "succeeded", "rebuilt", "seconds")))
+        console.print(r)
     flagged = [t for t, v in s["templates"].items() if v["grey_batch"] == "fail" or v["blind"].get("flagged")]
     if flagged:
         console.print(f"[yellow]templates held back:[/yellow] {', '.join(flagged)}")
@@ -85,12 +108,17 @@ def _print_summary(s: dict[str, Any]) -> None:
 @click.option("--workers", default=0, show_default=True, help="worker processes for parallel skills (0: one per core)")
 @click.option("--quiet", is_flag=True, help="no progress output")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
-def build(intent: str, store: str | None, out: str, workers: int, quiet: bool, as_json: bool) -> None:
+@click.option("--ablate", type=click.Choice(["final-stage-only", "no-contracts", "no-blind-eval", "no-repair"]),
+              help="switch one part of the closed loop off (for ablation studies)")
+@click.option("--faults", type=click.Path(dir_okay=False, exists=True), hidden=True,
+              help="testing seam: a JSON fault plan of defects to plant")
+def build(intent: str, store: str | None, out: str, workers: int, quiet: bool, as_json: bool,
+          ablate: str | None, faults: str | None) -> None:
     """Plan, collect, structure, synthesize, verify and package the benchmark of INTENT."""
     def run() -> None:
         from forge.build import build as do_build
 
-        summary = do_build(intent, _build_options(store, out, workers, quiet, as_json))
+        summary = do_build(intent, _build_options(store, out, workers, quiet, as_json, ablate=ablate, faults=faults))
         _emit(summary, as_json, _print_summary)
     _guard(run)
 
@@ -179,6 +207,11 @@ def audit(item_id: str, store: str | None, intent: str | None, as_json: bool) ->
                     click.echo(f"      gate {g['gate']}: {g['decision']}")
             click.echo("sources: " + ", ".join(f"{s['type']} {s['id'][:16]}" for s in r["sources"]))
             click.echo("data files: " + ", ".join(r["data_files"]))
+            for rep in r["repairs"]:
+                click.echo(f"repair: {rep['operator']} of {rep['type']} {rep['prior'][:16]} -> {rep['artifact'][:16]} "
+                           f"(violated {rep['violated']}, attempt {rep['attempt']}, re-executed {len(rep['rebuilt'])} artifacts)")
+                for field, ba in rep["changed"].items():
+                    click.echo(f"      {field}: {str(ba['before'])[:60]!s} -> {str(ba['after'])[:60]!s}")
         _emit(report, as_json, render)
     _guard(run)
 

@@ -53,6 +53,8 @@ class Invocation:
     # Set for repair invocations: which repair this is. It enters the run key, so a repair
     # gives a new version instead of the stored one, and it is recorded on every output.
     repair: dict[str, Any] | None = None
+    # Seeds the skill's RNG; a re-executed producer reuses its original run's seed.
+    seed_key: str | None = None
 
     @property
     def input_ids(self) -> list[str]:
@@ -140,8 +142,10 @@ class Executor:
 
     # -- planning invocations -------------------------------------------------------------
 
-    def invocations(self, node: WorkflowNode, available: dict[str, list[str]]) -> list[Invocation]:
-        """Every invocation of ``node`` over the artifacts available per type."""
+    def invocations(self, node: WorkflowNode, available: dict[str, list[str]], *,
+                    repair: dict[str, Any] | None = None) -> list[Invocation]:
+        """Every invocation of ``node`` over the artifacts available per type (``repair``: the
+        repair these invocations rebuild descendants for)."""
         spec = node.skill
         singles = [i for i in spec.inputs if not i.many]
         domains = [sorted(available.get(i.type, [])) for i in singles]
@@ -160,11 +164,13 @@ class Executor:
                 continue
             param_sets = spec.expand(**contents) if spec.expand else (node.fanout or [{}])
             for extra in param_sets:
-                out.append(self.invocation(node, inputs, {**node.params, **extra}, module_version=module_version))
+                out.append(self.invocation(node, inputs, {**node.params, **extra}, module_version=module_version,
+                                           repair=repair))
         return out
 
     def invocation(self, node: WorkflowNode, inputs: dict[str, Any], params: dict[str, Any], *,
-                   repair: dict[str, Any] | None = None, module_version: str | None = None) -> Invocation:
+                   repair: dict[str, Any] | None = None, module_version: str | None = None,
+                   seed_key: str | None = None) -> Invocation:
         """One invocation of ``node`` on explicit inputs (the repair loop builds its own)."""
         spec = node.skill
         params = spec.validate_params(params)
@@ -174,7 +180,8 @@ class Executor:
         key_parts: list[Any] = [ENGINE_FORMAT_VERSION, spec.name, code_version, params, inputs]
         if repair:
             key_parts.append({"repair": repair})
-        return Invocation(node, inputs, params, digest(*key_parts, length=32), module_version, data_files, repair)
+        return Invocation(node, inputs, params, digest(*key_parts, length=32), module_version, data_files, repair,
+                          seed_key)
 
     # -- running --------------------------------------------------------------------------
 
@@ -276,7 +283,8 @@ class Executor:
         try:
             contents = {k: ([self.load(a) for a in v] if isinstance(v, list) else self.load(v))
                         for k, v in inv.inputs.items()}
-            ctx = SkillContext(inv.node.skill, inv.params, inv.run_key, self.store, inv.inputs, loader=self.load)
+            ctx = SkillContext(inv.node.skill, inv.params, inv.seed_key or inv.run_key, self.store, inv.inputs,
+                               loader=self.load)
             outputs = _normalize_outputs(inv.node.skill, inv.node.skill.fn(ctx, **contents))
             return outputs, None, started, now()
         except Exception as exc:
@@ -294,7 +302,8 @@ class Executor:
                        for k, v in inv.inputs.items()}
             started = now()
             futures.append((inv, started, self._pool.submit(
-                _worker_execute, inv.node.skill.name, inv.params, inv.run_key, str(self.store.root), payload, inv.inputs)))
+                _worker_execute, inv.node.skill.name, inv.params, inv.seed_key or inv.run_key, str(self.store.root),
+                payload, inv.inputs)))
         for inv, started, fut in futures:
             try:
                 raw = fut.result()

@@ -77,6 +77,7 @@ class RepairRecord:
     status: str = "pending"
     seconds: float = 0.0
     error: str = ""
+    written: bool = False
 
 
 @dataclass
@@ -167,7 +168,9 @@ class RepairLoop:
                 produced = self._apply(operator, members)
                 rec.new = self._replacements(produced.verified + produced.rejected)
                 fresh = [a for a in produced.verified if a in set(rec.new)]
-                items, rebuilt = self._rebuild_descendants(fresh, verified_templates)
+                items, rebuilt = self._rebuild_descendants(fresh, verified_templates, {
+                    "operator": f"rebuild after {operator}", "violated": sorted({d.requirement for d in members}),
+                    "attempt": max(d.attempt for d in members), "root": members[0].root})
                 rec.rebuilt = rec.new + rebuilt
                 new_items += items
                 replaced += [d.artifact for d in members]
@@ -243,11 +246,15 @@ class RepairLoop:
                     "attempt": max(d.attempt for d in ds), "group": ds[0].group,
                     "priors": {keys[d.artifact]: d.artifact for d in ds},
                     "roots": {keys[d.artifact]: d.root for d in ds}}
-            invs.append(self.executor.invocation(node, run["inputs"], run["params"], repair=info))
+            invs.append(self.executor.invocation(node, run["inputs"], run["params"], repair=info, seed_key=run_key))
         return invs
 
-    def _rebuild_descendants(self, new_ids: list[str], templates: list[str]) -> tuple[list[str], list[str]]:
-        """Run the workflow below freshly repaired artifacts; returns (new items, all rebuilt ids)."""
+    def _rebuild_descendants(self, new_ids: list[str], templates: list[str],
+                             info: dict[str, Any]) -> tuple[list[str], list[str]]:
+        """Run the workflow below freshly repaired artifacts; returns (new items, all rebuilt ids).
+
+        These invocations belong to the repair (recorded as such on every output), so they are
+        not first productions."""
         ex = self.executor
         ex.preload(new_ids)
         by_type: dict[str, list[str]] = {}
@@ -257,18 +264,20 @@ class RepairLoop:
         items = list(by_type.get("OEItem", []))
         sources = by_type.get("SourceRecord", [])
         if sources:
-            r = ex.run(ex.invocations(self.nodes["structure"], {"SourceRecord": sources}), label="repair rebuild S3")
+            r = ex.run(ex.invocations(self.nodes["structure"], {"SourceRecord": sources}, repair=info),
+                       label="repair rebuild S3")
             rebuilt += r.verified + r.rejected
             by_type.setdefault("EvidenceRecord", []).extend(r.verified)
         evidence = by_type.get("EvidenceRecord", [])
         if evidence:
-            r = ex.run(ex.invocations(self.nodes["bind"], {"Template": templates, "EvidenceRecord": evidence}),
-                       label="repair rebuild bind")
+            r = ex.run(ex.invocations(self.nodes["bind"], {"Template": templates, "EvidenceRecord": evidence},
+                                      repair=info), label="repair rebuild bind")
             rebuilt += r.verified + r.rejected
             by_type.setdefault("Binding", []).extend(r.verified)
         bindings = by_type.get("Binding", [])
         if bindings:
-            r = ex.run(ex.invocations(self.nodes["realize"], {"Binding": bindings}), label="repair rebuild items")
+            r = ex.run(ex.invocations(self.nodes["realize"], {"Binding": bindings}, repair=info),
+                       label="repair rebuild items")
             rebuilt += r.verified + r.rejected
             items += r.verified
         return items, rebuilt
@@ -281,9 +290,9 @@ class RepairLoop:
                                     d.cause, d.producer, d.template, d.operator, d.attempt, d.root, d.group,
                                     d.detail[:1000], ts))
         for rec in self.records:
-            if getattr(rec, "_written", False):
+            if rec.written:
                 continue
-            rec._written = True  # type: ignore[attr-defined]
+            rec.written = True
             batch.add("repairs", (self.build_id, self.rounds, rec.operator,
                                   json.dumps(sorted({d.requirement for d in rec.diagnoses})),
                                   json.dumps([d.artifact for d in rec.diagnoses]), json.dumps(rec.new),

@@ -24,6 +24,8 @@ def wrong_answer_key(item: OEItem, ctx: FaultContext) -> OEItem | None:
 @mutator("shortcut_phrase")
 def shortcut_phrase(item: OEItem, ctx: FaultContext) -> OEItem | None:
     """An explanatory phrase on the correct option's text only; what it refers to is unchanged."""
+    if item.answer_index is None:
+        return None
     opts = list(item.options)
     opts[item.answer_index] = opts[item.answer_index] + PHRASE
     return item.model_copy(update={"options": opts, "option_values": item.values()})

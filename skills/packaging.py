@@ -108,7 +108,8 @@ def _composition(blueprint: Blueprint, items: list[OEItem]) -> dict[str, Any]:
         "capabilities": {c: {"target": t, "achieved": caps.get(c, 0)} for c, t in sorted(blueprint.capability_targets.items())},
         "question_types": dict(sorted(qts.items())),
         "templates": dict(sorted(tpls.items())),
-        "answer_positions": {t: {str(k): v for (tt, k), v in sorted(answers.items()) if tt == t} for t in sorted(tpls)},
+        "answer_positions": {t: {str(k): v for (tt, k), v in sorted(answers.items(), key=lambda x: (x[0][0], str(x[0][1])))
+                                 if tt == t} for t in sorted(tpls)},
     }
 
 

@@ -1,0 +1,125 @@
+"""Independent re-verification of released tabletop items.
+
+Every answer is recomputed from the simulator's raw arrays (segmentation and metric depth of
+the source record), not from the registered evidence, the binding or the construction code;
+the visible media and options are checked against what a model must see. Used to measure
+the valid rate of a release (ablations) and by tests.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from forge.store import Store
+
+
+def _measure(arrays: dict[str, np.ndarray], body: int, view: int) -> dict[str, float | None]:
+    mask = arrays[f"seg_{view}"] == body
+    px = int(mask.sum())
+    if not px:
+        return {"px": 0, "cx": None, "depth": None}
+    return {"px": px, "cx": float(np.nonzero(mask)[1].mean()), "depth": float(np.median(arrays[f"depth_{view}"][mask]))}
+
+
+def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int | None, source: dict[str, Any],
+                    arrays: dict[str, np.ndarray]) -> str | None:
+    """The answer the raw arrays give for these slots, or None when no answer is admissible."""
+    rule = template["answer_rule"]
+    adm = template["admission"]
+    min_px = adm.get("min_visible_pixels", 1)
+    body = {o["name"]: o["body"] for o in source["objects"]}
+    views = [v["index"] for v in source["views"]]
+    name = rule["rule"]
+    if name in ("best_view", "only_view"):
+        px = [_measure(arrays, body[slots["object"]], v)["px"] for v in views]
+        order = np.argsort(px)[::-1]
+        if name == "only_view":
+            ok = sum(1 for p in px if p >= min_px) == 1 and sum(1 for p in px if p == 0) == len(px) - 1
+        else:
+            ok = px[order[0]] >= min_px and px[order[0]] / max(px[order[1]], 1) >= adm.get("min_ratio", 1.5)
+        return f"View {int(order[0]) + 1}" if ok else None
+    m = {n: _measure(arrays, body[n], view) for n in body}
+    if name == "visible":
+        p = m[slots["object"]]["px"]
+        return "yes" if p >= min_px else ("no" if p == 0 else None)
+    field = {"center_x": "cx", "median_depth": "depth"}[rule["field"]]
+    names = slots.get("objects") or slots.get("marked") or [slots["a"], slots["b"]]
+    if any(m[n]["px"] < min_px for n in names):
+        return None
+    vals = {n: m[n][field] for n in names}
+    ranked = sorted(names, key=lambda n: vals[n], reverse=rule.get("pick", "min") == "max")
+    if abs(vals[ranked[0]] - vals[ranked[1]]) < adm.get("min_margin", 0.0):
+        return None
+    if name == "compare":
+        holds = vals[slots["a"]] < vals[slots["b"]] if rule.get("relation", "less") == "less" else vals[slots["a"]] > vals[slots["b"]]
+        return "yes" if holds else "no"
+    if name == "marked_compare":
+        return template["options"].get("labels", ["A", "B"])[list(slots["marked"]).index(ranked[0])]
+    return ranked[0]
+
+
+def reverify_package(store: Store, package: Path) -> dict[str, Any]:
+    """Check every released item; returns counts and the reasons of the invalid ones."""
+    rows = [json.loads(line) for line in open(package / "items.jsonl")]
+    keys = {json.loads(line)["id"]: json.loads(line) for line in open(package / "answers.jsonl")}
+    contents = {aid: json.loads(c) for aid, c in store._ids_query(
+        "SELECT id, content FROM artifacts WHERE id IN (SELECT id FROM _ids)", [r["id"] for r in rows])}
+    cache: dict[str, Any] = {}
+
+    def load(aid: str) -> dict[str, Any]:
+        if aid not in cache:
+            cache[aid] = json.loads(store.one("SELECT content FROM artifacts WHERE id = ?", [aid])[0])
+        return cache[aid]
+
+    invalid: dict[str, str] = {}
+    for row in rows:
+        item = contents[row["id"]]
+        binding = load(item["binding"])
+        source_id = load(binding["evidence"])["source"]
+        source = load(source_id)
+        if source_id + ":arrays" not in cache:
+            cache[source_id + ":arrays"] = store.get_arrays(source["arrays"])
+        arrays = cache[source_id + ":arrays"]
+        template = load(binding["template_artifact"])
+        truth = expected_answer(template, binding["slots"], binding["view"], source, arrays)
+        key = keys[row["id"]]
+        shown = row["options"][key["answer_index"]] if key["answer_index"] is not None else None
+        reason = None
+        if truth is None:
+            reason = "the raw arrays admit no unique answer"
+        elif shown != truth:
+            reason = f"key {shown!r} but the scene gives {truth!r}"
+        elif not _options_plain(row["options"], source):
+            reason = "an option carries text beyond its referent"
+        else:
+            reason = _media_problem(package, row, template, source)
+        if reason:
+            invalid[row["id"]] = reason
+    return {"items": len(rows), "valid": len(rows) - len(invalid), "invalid": len(invalid),
+            "valid_rate": (len(rows) - len(invalid)) / len(rows) if rows else 0.0, "reasons": invalid}
+
+
+def _options_plain(options: list[str], source: dict[str, Any]) -> bool:
+    names = {o["name"] for o in source["objects"]}
+    allowed = names | {"yes", "no", "A", "B", "C", "D"} | {f"View {i + 1}" for i in range(len(source["views"]))}
+    return all(o in allowed for o in options)
+
+
+def _media_problem(package: Path, row: dict[str, Any], template: dict[str, Any], source: dict[str, Any]) -> str | None:
+    for m in row["media"]:
+        img = Image.open(io.BytesIO((package / m["path"]).read_bytes()))
+        a = np.asarray(img.convert("RGB"))
+        packed = (a[..., 0].astype(np.uint32) << 16) | (a[..., 1].astype(np.uint32) << 8) | a[..., 2]
+        if img.mode != "RGB" or len(np.unique(packed)) < 48:
+            return "visible media are not a processed RGB image"
+        if template["media"].get("layout") == "multi_view":
+            width = sum(v["width"] for v in source["views"])
+            if a.shape[1] < width:
+                return "the media do not show every view the answer depends on"
+    return None

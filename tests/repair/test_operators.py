@@ -1,0 +1,169 @@
+"""One planted defect per test: the diagnosis, the operator, the exact re-executed scope,
+and whether the lineage was released or rejected."""
+
+from __future__ import annotations
+
+from forge.faults import Fault
+
+from .conftest import kept_check
+
+
+def test_wrong_answer_key_gets_local_field_repair(faulted, built):
+    fb = faulted(Fault("wrong_answer_key", "synthesize.realize_item", where={"template": "closest_choice"}, limit=1))
+    [bad] = fb.injected
+    [d] = fb.diagnoses()
+    assert (d["artifact"], d["requirement"], d["category"], d["operator"]) == (bad, "OE-3", "answer_mismatch",
+                                                                               "local_field_repair")
+    assert d["cause"] == bad
+    [r] = fb.repairs()
+    assert r["status"] == "rebuilt" and r["priors"] == [bad]
+    [new] = r["new"]
+    assert r["rebuilt"] == [new], "a local field repair rebuilds the item alone"
+    meta = fb.metadata(new)["repair"]
+    assert meta == {"operator": "local_field_repair", "violated": "OE-3", "prior": bad, "attempt": 1, "root": bad}
+    assert (bad, new, "repairs") in fb.store.parents([new])
+    assert new in fb.released() and bad not in fb.released()
+    # The repaired item is the clean item: same answer, same everything.
+    assert fb.store.one("SELECT content FROM artifacts WHERE id = ?", [new])[0] == \
+        __import__("forge.store", fromlist=["Store"]).Store(built["store"], read_only=True).one(
+            "SELECT content FROM artifacts WHERE id = ?", [fb.clean_counterpart(bad)])[0]
+    assert kept_check(built, fb, {fb.clean_counterpart(bad)}) > 500
+
+
+def test_shortcut_phrase_is_flagged_by_blind_eval_and_resynthesized(faulted, built):
+    fb = faulted(Fault("shortcut_phrase", "synthesize.realize_item", where={"template": "closest_choice"}))
+    injected = set(fb.injected)
+    assert len(injected) >= 10
+    diags = fb.diagnoses()
+    assert {d["artifact"] for d in diags} == injected
+    assert {(d["requirement"], d["category"], d["operator"]) for d in diags} == \
+        {("C1", "non_target_shortcut", "candidate_resynthesis")}
+    reps = fb.repairs()
+    assert {r["operator"] for r in reps} == {"candidate_resynthesis"}
+    new = {a for r in reps for a in r["new"]}
+    assert {a for r in reps for a in r["rebuilt"]} == new and len(new) == len(injected)
+    released = fb.released()
+    assert not injected & released
+    answers = [__import__("json").loads(x) for x in open(fb.summary["package_path"] + "/items.jsonl")]
+    assert not [a for a in answers if any("correct one" in o for o in a["options"])]
+    assert fb.summary["templates"]["closest_choice"]["blind"]["flagged"] is False
+    assert kept_check(built, fb, {fb.clean_counterpart(i) for i in injected}) > 400
+
+
+def test_answer_not_in_visible_media_is_resynthesized(faulted, built):
+    fb = faulted(Fault("hidden_view_media", "synthesize.realize_item", where={"template": "best_view_choice"}, limit=1))
+    [bad] = fb.injected
+    [d] = fb.diagnoses()
+    assert (d["requirement"], d["category"], d["operator"]) == ("OE-8", "answer_not_visible", "candidate_resynthesis")
+    [r] = fb.repairs()
+    [new] = r["new"]
+    assert r["rebuilt"] == [new]
+    binding = fb.store.one("SELECT json_extract_string(content, '$.binding') FROM artifacts WHERE id = ?", [bad])[0]
+    assert (binding, new, "binding") in fb.store.parents([new]), "re-synthesized from the same binding"
+    assert len(fb.store.one("SELECT json_extract(content, '$.media_sources') FROM artifacts WHERE id = ?", [new])[0]
+               .strip("[]").split(",")) == 3
+    assert new in fb.released()
+    kept_check(built, fb, {fb.clean_counterpart(bad)})
+
+
+def test_raw_segmentation_media_reexecutes_the_media_skill(faulted, built):
+    fb = faulted(Fault("raw_segmentation_media", "synthesize.realize_item", where={"template": "leftmost_choice"},
+                       limit=1))
+    [bad] = fb.injected
+    [d] = fb.diagnoses()
+    assert (d["requirement"], d["category"], d["operator"]) == ("OE-6", "invalid_media", "skill_reexecution")
+    [r] = fb.repairs()
+    [new] = r["new"]
+    assert r["rebuilt"] == [new]
+    run = fb.store.runs_for_artifacts([new])[new]
+    assert run["skill"] == "synthesize.realize_item", "the media-producing skill itself ran again"
+    assert new in fb.released()
+    kept_check(built, fb, {fb.clean_counterpart(bad)})
+
+
+def test_wrong_frame_join_rolls_back_to_evidence_structuring(faulted, built):
+    fb = faulted(Fault("wrong_frame_join", "structure.tabletop_evidence", limit=1))
+    [bad] = fb.injected
+    [d] = fb.diagnoses()
+    assert (d["type"], d["requirement"], d["category"], d["operator"]) == \
+        ("EvidenceRecord", "EV-3", "invalid_evidence", "upstream_rollback")
+    [r] = fb.repairs()
+    [new_evidence] = r["new"]
+    assert fb.store.runs_for_artifacts([new_evidence])[new_evidence]["skill"] == "structure.tabletop_evidence"
+    # Exactly the rebuilt evidence and its descendants (bindings, items) were re-created.
+    descendants = fb.store.descendants([new_evidence])
+    types = dict(fb.store.execute("SELECT id, type FROM artifacts").fetchall())
+    expected = {new_evidence} | {a for a in descendants if types[a] in ("Binding", "OEItem")}
+    assert set(r["rebuilt"]) == expected
+    assert any(types[a] == "OEItem" for a in expected)
+    # Nothing was built from the faulty record; every other evidence record is the clean one.
+    assert fb.store.children([bad]) == [(bad, new_evidence, "repairs")] or \
+        {c for _, c, role in fb.store.children([bad])} == {new_evidence}
+    assert kept_check(built, fb, {fb.clean_counterpart(bad)}) > 400
+
+
+def test_evidence_below_admission_is_finally_rejected(faulted, built):
+    fb = faulted(Fault("below_admission", "synthesize.bind_template", where={"template": "closest_choice"}, limit=1))
+    [bad] = fb.injected
+    [d] = fb.diagnoses()
+    assert (d["requirement"], d["category"], d["operator"]) == ("BIND-2", "inadmissible_evidence", "final_rejection")
+    [r] = fb.repairs()
+    assert r["status"] == "rejected" and r["new"] == [] and r["rebuilt"] == []
+    assert "below admission" in r["error"]
+    assert fb.store.children([bad]) == [], "no item was built on inadmissible evidence"
+    assert fb.store.one("SELECT status FROM artifacts WHERE id = ?", [bad])[0] == "rejected"  # kept for audit
+    assert kept_check(built, fb, {fb.clean_counterpart(bad)}) > 500
+
+
+def test_systematic_wrong_answers_escalate_to_one_reexecution(faulted, built):
+    fb = faulted(Fault("systematic_wrong_answer", "synthesize.bind_template", where={"template": "left_of_yesno"}))
+    injected = set(fb.injected)
+    assert len(injected) >= 10
+    diags = fb.diagnoses()
+    assert {d["artifact"] for d in diags} == injected
+    assert {(d["requirement"], d["operator"]) for d in diags} == {("BIND-3", "skill_reexecution")}
+    assert len({d["group"] for d in diags}) == 1, "one escalated group, not N local repairs"
+    reps = fb.repairs()
+    assert len(reps) == 1 and reps[0]["operator"] == "skill_reexecution"
+    assert not [r for r in reps if r["operator"] == "local_field_repair"]
+    new = set(reps[0]["new"])
+    assert len(new) == len(injected)
+    runs = fb.store.runs_for_artifacts(list(new))
+    assert {run["skill"] for run in runs.values()} == {"synthesize.bind_template"}
+    # The repaired bindings are the clean ones, and their items are rebuilt from them.
+    clean = {fb.clean_counterpart(b) for b in injected}
+    from forge.store import Store
+
+    with Store(built["store"], read_only=True) as ref:
+        clean_contents = {r[0] for r in ref._ids_query("SELECT content FROM artifacts WHERE id IN (SELECT id FROM _ids)", clean)}
+    new_contents = {r[0] for r in fb.store._ids_query("SELECT content FROM artifacts WHERE id IN (SELECT id FROM _ids)", new)}
+    assert new_contents == clean_contents
+    types = dict(fb.store.execute("SELECT id, type FROM artifacts").fetchall())
+    items = {a for a in reps[0]["rebuilt"] if types[a] == "OEItem"}
+    assert set(reps[0]["rebuilt"]) == new | items
+    assert all(fb.store.parents([i])[0][0] in new for i in items)
+    assert kept_check(built, fb, clean) > 400
+
+
+def test_repair_budget_rejects_a_lineage_that_keeps_failing(faulted, built, tmp_path):
+    # With budget 0 even a repairable defect is rejected at once, with its records kept.
+    import yaml
+
+    from conftest import run_build
+    from forge.faults import FaultPlan
+
+    intent = tmp_path / "budget.yaml"
+    base = yaml.safe_load(open(built["intent"]))
+    base["repair"] = {"budget": 0}
+    intent.write_text(yaml.safe_dump(base))
+    plan = FaultPlan([Fault("wrong_answer_key", "synthesize.realize_item", where={"template": "closest_choice"}, limit=1)])
+    summary = run_build(intent, tmp_path / "s2", tmp_path / "o2", faults=plan)
+    [bad] = [f["artifact"] for f in plan.injected]
+    from forge.store import Store
+
+    with Store(tmp_path / "s2", read_only=True) as s:
+        ops = s.execute("SELECT operator, status FROM repairs").fetchall()
+        diag = s.execute("SELECT operator, detail FROM diagnoses").fetchall()
+    assert ops == [("final_rejection", "rejected")]
+    assert "budget" in diag[0][1]
+    assert summary["repair"]["operators"]["final_rejection"]["repairs"] == 1
