@@ -105,3 +105,21 @@ def systematic_wrong_answer(b: Binding, ctx: FaultContext) -> Binding | None:
         values = list(b.slots.get("objects", []))
     wrong = [v for v in values if v != b.answer]
     return b.model_copy(update={"answer": wrong[0]}) if wrong else None
+
+
+@mutator("misassigned_slot")
+def misassigned_slot(b: Binding, ctx: FaultContext) -> Binding | None:
+    """Compatible evidence put in the wrong slot: the slot names an object of another scene."""
+    ev = ctx.load(b.evidence)
+    present = {o.name for o in ev.objects}
+    slots = dict(b.slots)
+    key = next(iter(slots))
+    current = slots[key]
+    first = current[0] if isinstance(current, list) else current
+    color, _, category = first.partition(" ")
+    stranger = next((f"{c} {category}" for c in ("white", "black", "purple", "orange", "green", "red", "blue", "yellow")
+                     if f"{c} {category}" not in present), None)
+    if stranger is None:
+        return None
+    slots[key] = [stranger, *current[1:]] if isinstance(current, list) else stranger
+    return b.model_copy(update={"slots": slots})

@@ -63,16 +63,26 @@ def faulted(tmp_path):
 
 
 def kept_check(built: dict[str, Any], fb: FaultedBuild, affected_clean: set[str]) -> int:
-    """Every verified artifact of the clean build outside the affected lineage is present
-    and verified, unchanged, in the faulted build; returns how many."""
+    """Repair kept everything outside its scope; returns how many verified artifacts it kept.
+
+    - every artifact a repair created is in a repair record's rebuilt scope, and descends
+      from a diagnosed artifact (nothing outside the scope was re-created);
+    - every verified artifact of the build that no repair created is still there, verified;
+    - upstream of synthesis, the build equals a clean build outside the affected lineage.
+    """
+    rows = fb.store.execute("SELECT id, type, status, metadata FROM artifacts").fetchall()
+    made_by_repair = {aid for aid, _, _, meta in rows if json.loads(meta or "{}").get("repair")}
+    scope = {a for r in fb.repairs() for a in r["rebuilt"]}
+    assert made_by_repair == scope, "a repair re-created something outside its recorded scope"
+    diagnosed = {d["artifact"] for d in fb.diagnoses()}
+    assert scope <= fb.store.descendants(diagnosed), "a rebuilt artifact does not descend from a failure"
+    kept = [aid for aid, _, status, _ in rows if status == "verified" and aid not in made_by_repair]
     with Store(built["store"], read_only=True) as clean:
-        rows = clean.execute("SELECT id, type FROM artifacts WHERE status = 'verified' AND type != 'Package'").fetchall()
+        upstream = clean.execute("SELECT id, type FROM artifacts WHERE status = 'verified' AND type IN "
+                                 "('Blueprint', 'SceneSpec', 'SourceRecord', 'EvidenceRecord', 'Template')").fetchall()
         lineage = set(affected_clean) | clean.descendants(affected_clean)
-    have = fb.artifacts()
-    kept = 0
-    for aid, type_name in rows:
-        if aid in lineage:
-            continue
-        assert have.get(aid) == (type_name, "verified"), f"{type_name} {aid} was lost or rebuilt"
-        kept += 1
-    return kept
+    have = {aid: (t, st) for aid, t, st, _ in rows}
+    for aid, type_name in upstream:
+        if aid not in lineage:
+            assert have.get(aid) == (type_name, "verified"), f"{type_name} {aid} was lost or rebuilt"
+    return len(kept)

@@ -167,3 +167,39 @@ def test_repair_budget_rejects_a_lineage_that_keeps_failing(faulted, built, tmp_
     assert ops == [("final_rejection", "rejected")]
     assert "budget" in diag[0][1]
     assert summary["repair"]["operators"]["final_rejection"]["repairs"] == 1
+
+
+def test_wrong_slot_is_rebound_on_the_same_evidence(faulted, built):
+    fb = faulted(Fault("misassigned_slot", "synthesize.bind_template", where={"template": "leftmost_choice"}, limit=1))
+    [bad] = fb.injected
+    [d] = fb.diagnoses()
+    assert (d["requirement"], d["category"], d["operator"]) == ("BIND-1", "wrong_slot", "template_rebinding")
+    [r] = fb.repairs()
+    [new] = r["new"]
+    types = dict(fb.store.execute("SELECT id, type FROM artifacts").fetchall())
+    items = {c for _, c, role in fb.store.children([new]) if types[c] == "OEItem"}
+    assert len(items) == 1 and set(r["rebuilt"]) == {new} | items
+    old = fb.store.one("SELECT content FROM artifacts WHERE id = ?", [bad])[0]
+    fresh = fb.store.one("SELECT content FROM artifacts WHERE id = ?", [new])[0]
+    import json
+
+    assert json.loads(old)["evidence"] == json.loads(fresh)["evidence"], "same evidence, new slots"
+    assert json.loads(old)["slots"] != json.loads(fresh)["slots"]
+    assert items <= fb.released()
+    kept_check(built, fb, {fb.clean_counterpart(bad)})
+
+
+def test_audit_shows_the_repair_history(faulted):
+    from forge.audit import audit
+
+    fb = faulted(Fault("wrong_answer_key", "synthesize.realize_item", where={"template": "closest_choice"}, limit=1))
+    [bad] = fb.injected
+    [r] = fb.repairs()
+    report = audit(fb.store, r["new"][0])
+    [rep] = report["repairs"]
+    assert rep["operator"] == "local_field_repair" and rep["prior"] == bad and rep["violated"] == "OE-3"
+    assert set(rep["changed"]) == {"answer", "answer_index"}
+    assert rep["changed"]["answer_index"]["before"] != rep["changed"]["answer_index"]["after"]
+    assert rep["rebuilt"] == r["new"]
+    summary = fb.summary["repair"]["operators"]["local_field_repair"]
+    assert summary == {**summary, "repairs": 1, "artifacts": 1, "succeeded": 1, "rebuilt": 1}
