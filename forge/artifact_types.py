@@ -250,6 +250,8 @@ class OEItem(ArtifactContent):
     scoring: dict[str, Any]
     template: str
     binding: str
+    answer_indices: list[int] | None = Field(None, description="several correct options, or the correct order")
+    answer_value: float | None = Field(None, description="the numeric answer, scored with tolerance")
     evidence: str
     derivation: dict[str, Any]
     media_sources: list[str] = Field(default_factory=list, description="source RGB blobs the media were drawn from")

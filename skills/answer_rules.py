@@ -12,6 +12,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from forge.artifact_types import EvidenceRecord, ObjectViewFact
 
 FIELDS = ("center_x", "center_y", "median_depth", "visible_pixels")
@@ -32,6 +34,7 @@ class FactTable:
         self.evidence = evidence
         self.facts: dict[tuple[str, int], ObjectViewFact] = {(f.object, f.view): f for f in evidence.facts}
         self.objects = [o.name for o in evidence.objects]
+        self._objects = {o.name: o for o in evidence.objects}
         self.views = [v.index for v in evidence.views]
 
     def fact(self, obj: str, view: int) -> ObjectViewFact:
@@ -49,6 +52,12 @@ class FactTable:
         if f.center_2d is None:
             return None
         return f.center_2d[0] if name == "center_x" else f.center_2d[1]
+
+    def object(self, name: str):
+        return self._objects[name]
+
+    def category(self, name: str) -> str:
+        return self._objects[name].category
 
     def visible(self, view: int, min_pixels: int) -> list[str]:
         return [o for o in self.objects if self.fact(o, view).visible_pixels >= min_pixels]
@@ -210,6 +219,128 @@ def _only_view_candidates(ft: FactTable, view: int | None, tpl: dict[str, Any]) 
     return out
 
 
+# -- counting, sets, orders and 3D relations ------------------------------------------------
+
+
+def _count_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    min_vis = _adm(tpl, "min_visible_pixels", 1)
+    category = slots.get("category")
+    pool = [o for o in ft.objects if category is None or ft.category(o) == category]
+    px = {o: ft.fact(o, view).visible_pixels for o in pool}
+    unclear = [o for o, p in px.items() if 0 < p < min_vis]
+    if unclear:
+        return None, {"reason": f"{len(unclear)} object(s) only partly visible"}
+    n = sum(1 for p in px.values() if p >= min_vis)
+    if n < _adm(tpl, "min_count", 0):
+        return None, {"reason": "too few objects to count"}
+    return str(n), {"count": n, "visible_pixels": px}
+
+
+def _count_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    answer, d = _count_derive(ft, view, {}, tpl)
+    return [Candidate({}, answer, float(d["count"]), d["visible_pixels"])] if answer is not None else []
+
+
+def _order_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    rule = tpl["answer_rule"]
+    names = list(slots["objects"])
+    min_vis = _adm(tpl, "min_visible_pixels", 1)
+    if any(ft.fact(n, view).visible_pixels < min_vis for n in names):
+        return None, {"reason": "an object is not clearly visible"}
+    values = {n: ft.value(n, view, rule["field"]) for n in names}
+    if any(v is None for v in values.values()):
+        return None, {"reason": "value missing"}
+    ranked = sorted(names, key=lambda n: values[n], reverse=rule.get("direction", "ascending") == "descending")
+    gaps = [abs(values[a] - values[b]) for a, b in zip(ranked, ranked[1:])]
+    if min(gaps) < _adm(tpl, "min_margin", 0.0):
+        return None, {"reason": "two neighbours in the order are too close"}
+    return " > ".join(ranked), {"values": values, "margin": min(gaps)}
+
+
+def _order_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    count = int(tpl["slots"]["objects"].get("count", 3))
+    visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
+    out = []
+    for combo in itertools.combinations(visible, count):
+        answer, d = _order_derive(ft, view, {"objects": list(combo)}, tpl)
+        if answer is not None:
+            out.append(Candidate({"objects": list(combo)}, answer, d["margin"], d["values"]))
+    return out
+
+
+def _visible_set_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    min_vis = _adm(tpl, "min_visible_pixels", 1)
+    px = {n: ft.fact(n, view).visible_pixels for n in slots["objects"]}
+    if any(0 < p < min_vis for p in px.values()):
+        return None, {"reason": "an option is only partly visible"}
+    seen = sorted(n for n, p in px.items() if p >= min_vis)
+    if not seen or len(seen) == len(px):
+        return None, {"reason": "needs both visible and absent options"}
+    return ", ".join(seen), {"visible_pixels": px}
+
+
+def _visible_set_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    count = int(tpl["slots"]["objects"].get("count", 4))
+    out = []
+    for combo in itertools.combinations(ft.objects, count):
+        answer, d = _visible_set_derive(ft, view, {"objects": list(combo)}, tpl)
+        if answer is not None:
+            out.append(Candidate({"objects": list(combo)}, answer, 0.0, d["visible_pixels"]))
+    return out[:200]
+
+
+def _center_of(ft: FactTable, name: str):
+    o = ft.object(name)
+    return (np.array(o.box_3d_min) + np.array(o.box_3d_max)) / 2.0
+
+
+def _nearest_to_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    anchor, names = slots["anchor"], list(slots["objects"])
+    if anchor in names:
+        return None, {"reason": "the anchor is among the options"}
+    if any(ft.fact(n, view).visible_pixels < _adm(tpl, "min_visible_pixels", 1) for n in [anchor, *names]):
+        return None, {"reason": "an object is not clearly visible"}
+    dist = {n: float(np.linalg.norm(_center_of(ft, n) - _center_of(ft, anchor))) for n in names}
+    ranked = sorted(names, key=lambda n: dist[n])
+    margin = dist[ranked[1]] - dist[ranked[0]]
+    if margin < _adm(tpl, "min_margin", 0.05):
+        return None, {"reason": f"margin {margin:.3f} m below admission"}
+    return ranked[0], {"distances_m": dist, "margin": margin}
+
+
+def _nearest_to_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    count = int(tpl["slots"]["objects"].get("count", 3))
+    visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
+    out = []
+    for anchor in visible:
+        others = [o for o in visible if o != anchor]
+        for combo in itertools.combinations(others, count):
+            answer, d = _nearest_to_derive(ft, view, {"anchor": anchor, "objects": list(combo)}, tpl)
+            if answer is not None:
+                out.append(Candidate({"anchor": anchor, "objects": list(combo)}, answer, d["margin"], d["distances_m"]))
+    return out
+
+
+def _distance_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    a, b = slots["a"], slots["b"]
+    if any(ft.fact(n, view).visible_pixels < _adm(tpl, "min_visible_pixels", 1) for n in (a, b)):
+        return None, {"reason": "an object is not clearly visible"}
+    cm = float(np.linalg.norm(_center_of(ft, a) - _center_of(ft, b))) * 100.0
+    if cm < _adm(tpl, "min_distance_cm", 0.0):
+        return None, {"reason": "the objects are too close to tell apart"}
+    return f"{cm:.0f}", {"distance_cm": cm}
+
+
+def _distance_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
+    out = []
+    for a, b in itertools.combinations(visible, 2):
+        answer, d = _distance_derive(ft, view, {"a": a, "b": b}, tpl)
+        if answer is not None:
+            out.append(Candidate({"a": a, "b": b}, answer, d["distance_cm"], d))
+    return out
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -227,6 +358,11 @@ RULES: dict[str, Rule] = {
         Rule("visible", _visible_candidates, _visible_derive, ("object",), ("yes_no",)),
         Rule("best_view", _best_view_candidates, _best_view_derive, ("object",), ("multi_view_choice",)),
         Rule("only_view", _only_view_candidates, _only_view_derive, ("object",), ("multi_view_choice",)),
+        Rule("count", _count_candidates, _count_derive, (), ("numeric", "interval_choice")),
+        Rule("order", _order_candidates, _order_derive, ("objects",), ("ordered_list",)),
+        Rule("visible_set", _visible_set_candidates, _visible_set_derive, ("objects",), ("multiple_choice",)),
+        Rule("nearest_to", _nearest_to_candidates, _nearest_to_derive, ("anchor", "objects"), ("single_choice",)),
+        Rule("distance", _distance_candidates, _distance_derive, ("a", "b"), ("numeric",)),
     )
 }
 

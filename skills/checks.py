@@ -146,9 +146,13 @@ def evidence_traceable(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
 
 # -- templates and bindings -----------------------------------------------------------------
 
-SCORING_PROTOCOLS = {"exact_choice", "yes_no"}
-OPTION_KINDS = {"objects": {"single_choice"}, "yes_no": {"yes_no"}, "labels": {"marked_object_choice"},
-                "views": {"multi_view_choice"}}
+SCORING_PROTOCOLS = {"exact_choice", "yes_no", "set_match", "ordered_list", "interval", "numeric"}
+OPTION_KINDS = {"objects": {"single_choice", "multiple_choice", "ordered_list"}, "yes_no": {"yes_no"},
+                "labels": {"marked_object_choice"}, "views": {"multi_view_choice"}, "none": {"numeric"},
+                "intervals": {"interval_choice"}}
+PROTOCOL_OF = {"single_choice": "exact_choice", "marked_object_choice": "exact_choice",
+               "multi_view_choice": "exact_choice", "yes_no": "yes_no", "multiple_choice": "set_match",
+               "ordered_list": "ordered_list", "interval_choice": "interval", "numeric": "numeric"}
 
 
 @check("template_declares")
@@ -168,6 +172,14 @@ def template_declares(t: Template, ctx: CheckContext) -> Outcome:
         problems.append(f"option kind {kind!r} does not fit question type {t.question_type}")
     if t.scoring.get("protocol") not in SCORING_PROTOCOLS:
         problems.append(f"unknown scoring protocol {t.scoring.get('protocol')!r}")
+    elif PROTOCOL_OF.get(t.question_type) != t.scoring.get("protocol"):
+        problems.append(f"{t.question_type} items are scored by {PROTOCOL_OF.get(t.question_type)}, "
+                        f"not {t.scoring.get('protocol')}")
+    if kind == "intervals":
+        bounds = t.options.get("intervals") or []
+        if not bounds or any(lo > hi for lo, hi, _ in bounds) or \
+                any(a[1] >= b[0] for a, b in zip(bounds, bounds[1:])):
+            problems.append("intervals must be ordered and disjoint")
     for text in t.realizations:
         fields = {f for _, f, _, _ in string.Formatter().parse(text) if f}
         if not fields <= set(t.slots):
@@ -220,15 +232,28 @@ def binding_references(b: Binding, ctx: CheckContext) -> Outcome:
 
 @check("item_answer_in_options")
 def item_answer_in_options(item: OEItem, ctx: CheckContext) -> Outcome:
-    """At least two distinct options; the answer is one of them at ``answer_index``."""
+    """The key is well formed for the question type and points at the answer."""
     problems = []
+    values = item.values()
+    qt = item.question_type
+    if qt == "numeric":
+        if item.answer_value is None or f"{item.answer_value:g}" != item.answer:
+            problems.append("numeric answer value does not match the key")
+        return Outcome(not problems, "; ".join(problems))
     if len(item.options) < 2:
         problems.append("fewer than two options")
     if len({o.lower() for o in item.options}) != len(item.options):
         problems.append("duplicate options")
-    values = item.values()
     if len(values) != len(item.options):
         problems.append("option values and displayed options differ in number")
+    elif qt in ("multiple_choice", "ordered_list"):
+        idx = item.answer_indices or []
+        if not idx or len(set(idx)) != len(idx) or not all(0 <= i < len(values) for i in idx):
+            problems.append("answer indices are not distinct option indices")
+        elif qt == "ordered_list" and (len(idx) != len(values) or " > ".join(values[i] for i in idx) != item.answer):
+            problems.append("the order does not match the key")
+        elif qt == "multiple_choice" and ", ".join(sorted(values[i] for i in idx)) != item.answer:
+            problems.append("the selected options do not match the key")
     elif item.answer_index is None or not (0 <= item.answer_index < len(values)) or values[item.answer_index] != item.answer:
         problems.append("answer_index does not point at the answer")
     return Outcome(not problems, "; ".join(problems))
@@ -240,22 +265,51 @@ def item_answer_derivable(item: OEItem, ctx: CheckContext) -> Outcome:
     b = ctx.load(item.binding)
     if b.evidence != item.evidence:
         return Outcome(False, "item and binding name different evidence records")
-    return _rederive(b, ctx, item.answer, "key")
+    if item.question_type == "interval_choice":
+        claimed = f"{item.answer_value:g}" if item.answer_value is not None else ""
+    else:
+        claimed = item.answer
+    return _rederive(b, ctx, claimed, "key")
+
+
+def _gold_response(item: OEItem) -> str | None:
+    letters = string.ascii_uppercase
+    if item.question_type == "numeric":
+        return None if item.answer_value is None else f"{item.answer_value:g}"
+    if item.question_type in ("multiple_choice", "ordered_list"):
+        return ", ".join(letters[i] for i in item.answer_indices or [])
+    return None if item.answer_index is None else letters[item.answer_index]
+
+
+def _wrong_responses(item: OEItem) -> list[str]:
+    letters = string.ascii_uppercase
+    if item.question_type == "numeric":
+        v = item.answer_value or 0.0
+        return [f"{v * 3 + 50:g}", f"{-abs(v) - 10:g}"]
+    if item.question_type in ("multiple_choice", "ordered_list"):
+        idx = list(item.answer_indices or [])
+        wrong = [list(reversed(idx))] if item.question_type == "ordered_list" else \
+            [[i for i in range(len(item.options)) if i not in idx]]
+        return [", ".join(letters[i] for i in w) for w in wrong if w and w != idx]
+    return [o for i, o in enumerate(item.options) if i != item.answer_index]
 
 
 @check("item_scorer_executes")
 def item_scorer_executes(item: OEItem, ctx: CheckContext) -> Outcome:
-    """The scorer gives 1 to the key (letter and text), 0 to every other option and to junk."""
-    key = {"scoring": item.scoring, "options": item.options, "answer_index": item.answer_index}
-    if item.answer_index is None:
-        return Outcome(False, "no answer index")
-    letter = string.ascii_uppercase[item.answer_index]
+    """The scorer gives 1 to the key, 0 to wrong responses and to junk."""
+    key = {"scoring": item.scoring, "options": item.options, "answer_index": item.answer_index,
+           "answer_indices": item.answer_indices, "answer_value": item.answer_value}
+    gold = _gold_response(item)
+    if gold is None:
+        return Outcome(False, "no answer to score")
     problems = []
-    if oe_scorer.score_item(key, letter) != 1.0 or oe_scorer.score_item(key, item.options[item.answer_index]) != 1.0:
+    if oe_scorer.score_item(key, gold) != 1.0:
         problems.append("key does not score 1")
-    for i, opt in enumerate(item.options):
-        if i != item.answer_index and oe_scorer.score_item(key, opt) != 0.0:
-            problems.append(f"wrong option {opt!r} scores above 0")
+    if item.answer_index is not None and oe_scorer.score_item(key, item.options[item.answer_index]) != 1.0:
+        problems.append("the correct option's text does not score 1")
+    for wrong in _wrong_responses(item):
+        if oe_scorer.score_item(key, wrong) != 0.0:
+            problems.append(f"wrong response {wrong!r} scores above 0")
     if oe_scorer.score_item(key, "I cannot tell") != 0.0 or oe_scorer.score_item(key, None) != 0.0:
         problems.append("invalid response scores above 0")
     return Outcome(not problems, "; ".join(problems))
@@ -315,11 +369,11 @@ def media_shows_evidence(item: OEItem, ctx: CheckContext) -> Outcome:
 
 @check("realization_natural")
 def realization_natural(item: OEItem, ctx: CheckContext) -> Outcome:
-    """The question reads as one well-formed question (built-in verifier backend)."""
+    """The question reads as one well-formed question or instruction (built-in verifier backend)."""
     words = item.question.split()
     problems = []
-    if not item.question.strip().endswith("?"):
-        problems.append("does not end with a question mark")
+    if not item.question.strip().endswith(("?", ".")):
+        problems.append("does not end as a question or an instruction")
     if not 4 <= len(words) <= 40:
         problems.append(f"{len(words)} words")
     if re.search(r"\b(\w+) \1\b", item.question, re.I):

@@ -40,14 +40,100 @@ def parse_choice(response: object, options: list[str]) -> int | None:
     return None
 
 
-def score_item(key: dict, response: object) -> float:
-    """1.0 or 0.0 for the choice protocols; invalid responses score 0."""
+def parse_choice_list(response: object, options: list[str]) -> list[int] | None:
+    """Several options: letters or option texts separated by commas, 'and', '>' or spaces."""
+    if response is None:
+        return None
+    if isinstance(response, (list, tuple)):
+        parts = [str(p) for p in response]
+    else:
+        text = str(response).strip()
+        parts = re.split(r"\s*(?:,|;|>|\band\b|\bthen\b)\s*", text)
+        if len(parts) == 1 and re.fullmatch(r"(?:[A-Za-z]\s+)+[A-Za-z]", text):
+            parts = text.split()
+    out = []
+    for p in parts:
+        if not p.strip():
+            continue
+        idx = parse_choice(p, options)
+        if idx is None or idx in out:
+            return None
+        out.append(idx)
+    return out or None
+
+
+def parse_number(response: object) -> float | None:
+    if response is None:
+        return None
+    if isinstance(response, (int, float)):
+        return float(response)
+    m = re.search(r"[-+]?\d+(?:\.\d+)?", str(response))
+    return float(m.group(0)) if m else None
+
+
+def kendall_tau(order: list[int], truth: list[int]) -> float:
+    """Rank agreement of two orderings of the same items, in [-1, 1]."""
+    pos = {v: i for i, v in enumerate(order)}
+    n = len(truth)
+    if n < 2 or set(order) != set(truth):
+        return -1.0
+    concordant = discordant = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            if pos[truth[i]] < pos[truth[j]]:
+                concordant += 1
+            else:
+                discordant += 1
+    return (concordant - discordant) / (n * (n - 1) / 2)
+
+
+def parse(key: dict, response: object):
+    """The response as the protocol reads it, or None when it is invalid."""
     protocol = key["scoring"]["protocol"]
-    options = key["options"]
+    options = key.get("options", [])
     if protocol in ("exact_choice", "yes_no"):
-        choice = parse_choice(response, options)
-        return 1.0 if choice is not None and choice == key["answer_index"] else 0.0
+        return parse_choice(response, options)
+    if protocol in ("set_match", "ordered_list"):
+        return parse_choice_list(response, options)
+    if protocol == "interval":
+        idx = parse_choice(response, options)
+        if idx is not None:
+            return idx
+        x = parse_number(response)
+        if x is None:
+            return None
+        for i, (lo, hi) in enumerate(key["scoring"]["intervals"]):
+            if lo <= x <= hi:
+                return i
+        return None
+    if protocol == "numeric":
+        return parse_number(response)
     raise ValueError(f"unknown scoring protocol {protocol!r}")
+
+
+def score_item(key: dict, response: object) -> float:
+    """1.0 for a correct response, 0.0 otherwise; invalid responses score 0."""
+    protocol = key["scoring"]["protocol"]
+    got = parse(key, response)
+    if got is None:
+        return 0.0
+    if protocol in ("exact_choice", "yes_no", "interval"):
+        return 1.0 if got == key["answer_index"] else 0.0
+    if protocol == "set_match":
+        return 1.0 if set(got) == set(key["answer_indices"]) else 0.0
+    if protocol == "ordered_list":
+        return 1.0 if list(got) == list(key["answer_indices"]) else 0.0
+    truth = float(key["answer_value"])
+    tol = max(float(key["scoring"].get("abs_tol", 0.0)), float(key["scoring"].get("rel_tol", 0.0)) * abs(truth))
+    return 1.0 if abs(got - truth) <= tol + 1e-9 else 0.0
+
+
+def secondary(key: dict, response: object) -> dict:
+    """Partial-credit metrics reported beside the score (Kendall tau for orderings)."""
+    if key["scoring"]["protocol"] != "ordered_list":
+        return {}
+    got = parse(key, response)
+    return {"kendall_tau": kendall_tau(got, key["answer_indices"]) if got else -1.0}
 
 
 def score_all(answers: dict[str, dict], predictions: dict[str, object]) -> dict:
@@ -56,13 +142,15 @@ def score_all(answers: dict[str, dict], predictions: dict[str, object]) -> dict:
     for iid, s in per_item.items():
         for g in groups:
             groups[g].setdefault(answers[iid].get(g, "?"), []).append(s)
+    taus = [secondary(key, predictions.get(iid))["kendall_tau"] for iid, key in answers.items()
+            if key["scoring"]["protocol"] == "ordered_list"]
     n = len(per_item)
     return {
         "items": n,
         "answered": sum(1 for iid in answers if iid in predictions),
-        "invalid": sum(1 for iid, key in answers.items()
-                       if iid in predictions and parse_choice(predictions[iid], key["options"]) is None),
+        "invalid": sum(1 for iid, key in answers.items() if iid in predictions and parse(key, predictions[iid]) is None),
         "accuracy": (sum(per_item.values()) / n) if n else 0.0,
+        **({"mean_kendall_tau": sum(taus) / len(taus)} if taus else {}),
         **{f"by_{g}": {k: sum(v) / len(v) for k, v in sorted(d.items())} for g, d in groups.items()},
         "per_item": per_item,
     }

@@ -48,7 +48,29 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
     if name == "visible":
         p = m[slots["object"]]["px"]
         return "yes" if p >= min_px else ("no" if p == 0 else None)
-    field = {"center_x": "cx", "median_depth": "depth"}[rule["field"]]
+    if name == "count":
+        px = [v["px"] for v in m.values()]
+        if any(0 < p < min_px for p in px):
+            return None
+        return str(sum(1 for p in px if p >= min_px))
+    if name == "visible_set":
+        px = {n: m[n]["px"] for n in slots["objects"]}
+        if any(0 < p < min_px for p in px.values()):
+            return None
+        seen = sorted(n for n, p in px.items() if p >= min_px)
+        return ", ".join(seen) if 0 < len(seen) < len(px) else None
+    center = {o["name"]: (np.array(o["aabb_min"]) + np.array(o["aabb_max"])) / 2 for o in source["objects"]}
+    if name in ("nearest_to", "distance"):
+        names = [slots["anchor"], *slots["objects"]] if name == "nearest_to" else [slots["a"], slots["b"]]
+        if any(m[n]["px"] < min_px for n in names):
+            return None
+        if name == "distance":
+            cm = float(np.linalg.norm(center[slots["a"]] - center[slots["b"]])) * 100
+            return f"{cm:.0f}" if cm >= adm.get("min_distance_cm", 0.0) else None
+        dist = {n: float(np.linalg.norm(center[n] - center[slots["anchor"]])) for n in slots["objects"]}
+        ranked = sorted(dist, key=dist.get)
+        return ranked[0] if dist[ranked[1]] - dist[ranked[0]] >= adm.get("min_margin", 0.05) else None
+    field = {"center_x": "cx", "median_depth": "depth", "visible_pixels": "px"}[rule["field"]]
     names = slots.get("objects") or slots.get("marked") or [slots["a"], slots["b"]]
     if any(m[n]["px"] < min_px for n in names):
         return None
@@ -56,6 +78,10 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
     ranked = sorted(names, key=lambda n: vals[n], reverse=rule.get("pick", "min") == "max")
     if abs(vals[ranked[0]] - vals[ranked[1]]) < adm.get("min_margin", 0.0):
         return None
+    if name == "order":
+        ranked = sorted(names, key=lambda n: vals[n], reverse=rule.get("direction", "ascending") == "descending")
+        gaps = [abs(vals[a] - vals[b]) for a, b in zip(ranked, ranked[1:])]
+        return " > ".join(ranked) if min(gaps) >= adm.get("min_margin", 0.0) else None
     if name == "compare":
         holds = vals[slots["a"]] < vals[slots["b"]] if rule.get("relation", "less") == "less" else vals[slots["a"]] > vals[slots["b"]]
         return "yes" if holds else "no"
@@ -89,13 +115,13 @@ def reverify_package(store: Store, package: Path) -> dict[str, Any]:
         template = load(binding["template_artifact"])
         truth = expected_answer(template, binding["slots"], binding["view"], source, arrays)
         key = keys[row["id"]]
-        shown = row["options"][key["answer_index"]] if key["answer_index"] is not None else None
+        shown = _key_answer(key, template)
         reason = None
         if truth is None:
             reason = "the raw arrays admit no unique answer"
         elif shown != truth:
             reason = f"key {shown!r} but the scene gives {truth!r}"
-        elif not _options_plain(row["options"], source):
+        elif not _options_plain(row["options"], source, template):
             reason = "an option carries text beyond its referent"
         else:
             reason = _media_problem(package, row, template, source)
@@ -105,9 +131,26 @@ def reverify_package(store: Store, package: Path) -> dict[str, Any]:
             "valid_rate": (len(rows) - len(invalid)) / len(rows) if rows else 0.0, "reasons": invalid}
 
 
-def _options_plain(options: list[str], source: dict[str, Any]) -> bool:
+def _key_answer(key: dict[str, Any], template: dict[str, Any]) -> str | None:
+    """The released key in the answer rule's terms, read from the displayed options."""
+    opts, qt = key["options"], key["question_type"]
+    if qt == "numeric":
+        return None if key.get("answer_value") is None else f"{key['answer_value']:g}"
+    if qt == "interval_choice":
+        value = key.get("answer_value")
+        bounds = key["scoring"]["intervals"][key["answer_index"]] if key["answer_index"] is not None else None
+        return f"{value:g}" if value is not None and bounds and bounds[0] <= value <= bounds[1] else None
+    if qt == "ordered_list":
+        return " > ".join(opts[i] for i in key.get("answer_indices") or [])
+    if qt == "multiple_choice":
+        return ", ".join(sorted(opts[i] for i in key.get("answer_indices") or []))
+    return opts[key["answer_index"]] if key["answer_index"] is not None else None
+
+
+def _options_plain(options: list[str], source: dict[str, Any], template: dict[str, Any]) -> bool:
     names = {o["name"] for o in source["objects"]}
     allowed = names | {"yes", "no", "A", "B", "C", "D"} | {f"View {i + 1}" for i in range(len(source["views"]))}
+    allowed |= {label for _, _, label in template["options"].get("intervals", [])}
     return all(o in allowed for o in options)
 
 

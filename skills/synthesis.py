@@ -18,6 +18,10 @@ RESPONSE_FORMATS = {
     "single_choice": "Answer with the letter of the correct option.",
     "marked_object_choice": "Answer with the label of the marked object.",
     "multi_view_choice": "Answer with the letter of the correct view option.",
+    "multiple_choice": "Answer with the letters of all correct options, separated by commas.",
+    "ordered_list": "Answer with the letters of the options in order, separated by commas.",
+    "interval_choice": "Answer with the letter of the interval that contains the value.",
+    "numeric": "Answer with a single number.",
 }
 
 
@@ -132,9 +136,27 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
     names = {k: v for k, v in binding.slots.items() if isinstance(v, str)}
     question = pres["realizations"][binding.variant].format(**names)
     kind = pres["options"].get("kind")
+    qt = pres["question_type"]
+    extra: dict = {}
     if kind == "objects":
         objs = list(binding.slots["objects"])
         options = [objs[int(i)] for i in ctx.rng.permutation(len(objs))]
+        if qt == "ordered_list":
+            extra["answer_indices"] = [options.index(n) for n in binding.answer.split(" > ")]
+        elif qt == "multiple_choice":
+            extra["answer_indices"] = sorted(options.index(n) for n in binding.answer.split(", "))
+    elif kind == "none":
+        options = []
+        extra["answer_value"] = float(binding.answer)
+    elif kind == "intervals":
+        intervals = pres["options"]["intervals"]
+        options = [label for _, _, label in intervals]
+        value = float(binding.answer)
+        hit = [label for lo, hi, label in intervals if lo <= value <= hi]
+        if len(hit) != 1:
+            raise ValueError(f"template {binding.template!r}: {value} falls in {len(hit)} intervals")
+        extra["answer_value"] = value
+        answer_text = hit[0]
     elif kind == "yes_no":
         options = ["yes", "no"]
     elif kind == "labels":
@@ -144,12 +166,16 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
     else:
         raise ValueError(f"template {binding.template!r}: unknown option kind {kind!r}")
     media = _media(ctx, pres)
+    answer = answer_text if kind == "intervals" else binding.answer
+    scoring = dict(pres["scoring"])
+    if kind == "intervals":
+        scoring["intervals"] = [[lo, hi] for lo, hi, _ in pres["options"]["intervals"]]
     return [OEItem(
         question=question, options=options, media=media,
-        response_format=RESPONSE_FORMATS.get(pres["question_type"], "Answer with the letter of the correct option."),
-        question_type=pres["question_type"], capability=pres["capability"], answer=binding.answer,
-        answer_index=options.index(binding.answer) if binding.answer in options else None,
-        scoring=pres["scoring"], template=binding.template, binding=ctx.input_ids["binding"],
+        response_format=RESPONSE_FORMATS.get(qt, "Answer with the letter of the correct option."),
+        question_type=qt, capability=pres["capability"], answer=answer,
+        answer_index=options.index(answer) if answer in options else None, **extra,
+        scoring=scoring, template=binding.template, binding=ctx.input_ids["binding"],
         evidence=binding.evidence, derivation=binding.derivation,
         media_sources=[m["rgb"] for m in pres["media"]], option_values=list(options),
     )]

@@ -54,3 +54,22 @@ def built(tmp_path_factory) -> dict[str, Any]:
     summary = run_build(intent, root / "store", root / "out")
     return {"root": root, "intent": intent, "store": root / "store", "out": root / "out", "summary": summary,
             "package": Path(summary["package_path"])}
+
+
+WIDE_OE = {
+    "items": 260,
+    "capabilities": ["visibility", "image_plane_relation", "depth_order", "multi_view", "counting", "size_scale",
+                     "metric_distance"],
+    "question_types": ["single_choice", "yes_no", "multi_view_choice", "marked_object_choice", "multiple_choice",
+                       "ordered_list", "interval_choice", "numeric"],
+}
+
+
+@pytest.fixture(scope="session")
+def wide(tmp_path_factory) -> dict[str, Any]:
+    """A small build over every capability and question type of the tabletop source."""
+    root = tmp_path_factory.mktemp("wide")
+    intent = write_intent(root, name="tabletop-wide", oe=WIDE_OE)
+    summary = run_build(intent, root / "store", root / "out")
+    return {"root": root, "intent": intent, "store": root / "store", "out": root / "out", "summary": summary,
+            "package": Path(summary["package_path"])}
