@@ -138,7 +138,8 @@ def blind_report(items: list[tuple[str, OEItem]]) -> dict:
     from forge_skills.oe_scorer import score_item
 
     n = len(items)
-    base = sum(chance(it, _numeric_chance(items, score_item)) for _, it in items) / n if n else 0.0
+    numeric = _numeric_chance(items, score_item)
+    base = sum(chance(it, numeric) for _, it in items) / n if n else 0.0
     accuracies = {}
     for name, solver in SOLVERS.items():
         preds = solver(items)
