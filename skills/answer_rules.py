@@ -84,6 +84,8 @@ def _extreme_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
         values[n] = ft.value(n, view, rule["field"])
         if values[n] is None:
             return None, {"reason": f"{n} has no {rule['field']}"}
+    if tpl["admission"].get("same_category") and len({ft.category(n) for n in names}) != 1:
+        return None, {"reason": "options must share one category"}
     ranked = sorted(names, key=lambda n: values[n], reverse=rule.get("pick", "min") == "max")
     margin = abs(values[ranked[0]] - values[ranked[1]])
     if margin < _adm(tpl, "min_margin", 0.0):
@@ -94,8 +96,11 @@ def _extreme_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
 def _extreme_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
     count = int(tpl["slots"]["objects"].get("count", 3))
     visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
+    same = tpl["admission"].get("same_category", False)
     out = []
     for combo in itertools.combinations(visible, count):
+        if same and len({ft.category(n) for n in combo}) != 1:
+            continue
         answer, d = _extreme_derive(ft, view, {"objects": list(combo)}, tpl)
         if answer is not None:
             out.append(Candidate({"objects": list(combo)}, answer, d["margin"], d["values"]))

@@ -74,6 +74,8 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
     names = slots.get("objects") or slots.get("marked") or [slots["a"], slots["b"]]
     if any(m[n]["px"] < min_px for n in names):
         return None
+    if adm.get("same_category") and len({n.split(" ", 1)[1] for n in names}) != 1:
+        return None
     vals = {n: m[n][field] for n in names}
     ranked = sorted(names, key=lambda n: vals[n], reverse=rule.get("pick", "min") == "max")
     if abs(vals[ranked[0]] - vals[ranked[1]]) < adm.get("min_margin", 0.0):

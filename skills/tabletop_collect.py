@@ -38,7 +38,10 @@ def plan_tabletop_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneS
     seed = int(digest(blueprint.seed, blueprint.name, index, length=12), 16)
     rng = np.random.default_rng(seed)
     n = int(rng.integers(src["objects"]["min"], src["objects"]["max"] + 1))
-    combos = [(c, k) for k in categories for c in colors]
+    # A few categories per scene, several colours each: repeated categories make counting
+    # and same-kind comparisons possible.
+    kinds = [categories[int(i)] for i in rng.permutation(len(categories))[: max(2, min(len(categories), (n + 1) // 2))]]
+    combos = [(c, k) for k in kinds for c in colors]
     picks = rng.choice(len(combos), size=min(n, len(combos)), replace=False)
     objects = []
     for (x, y), pick in zip(_placements(rng, len(picks)), picks):
