@@ -223,6 +223,7 @@ class Binding(ArtifactContent):
     admission_scores: dict[str, float]
     variant: int
     presentation: dict[str, Any] = Field(description="what realization needs: texts, option rules, media sources, markers")
+    position_seed: int = Field(0, description="picks the option order; cycles over a template's bindings")
 
 
 class MediaRef(BaseModel):

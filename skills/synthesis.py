@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel
@@ -71,6 +72,9 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
                 admission_scores={"margin": round(float(cand.margin), 6)},
                 variant=int(ctx.rng.integers(len(template.realizations))),
                 presentation=_presentation(template, evidence, ft, view, cand),
+                # Consecutive scenes and views step through option orders, so answer positions
+                # are balanced across a template by construction, not only in expectation.
+                position_seed=evidence.scene_index * 97 + (view or 0) * 13 + k,
             ), key=key))
     return outputs
 
@@ -139,8 +143,8 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
     qt = pres["question_type"]
     extra: dict = {}
     if kind == "objects":
-        objs = list(binding.slots["objects"])
-        options = [objs[int(i)] for i in ctx.rng.permutation(len(objs))]
+        objs = sorted(binding.slots["objects"])
+        options = _nth_permutation(objs, binding.position_seed + binding.variant)
         if qt == "ordered_list":
             extra["answer_indices"] = [options.index(n) for n in binding.answer.split(" > ")]
         elif qt == "multiple_choice":
@@ -179,6 +183,17 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
         evidence=binding.evidence, derivation=binding.derivation,
         media_sources=[m["rgb"] for m in pres["media"]], option_values=list(options),
     )]
+
+
+def _nth_permutation(items: list[str], n: int) -> list[str]:
+    """The (n mod len!)-th permutation of ``items`` in lexicographic order."""
+    pool = list(items)
+    n %= math.factorial(len(pool))
+    out = []
+    for i in range(len(pool), 0, -1):
+        idx, n = divmod(n, math.factorial(i - 1))
+        out.append(pool.pop(idx))
+    return out
 
 
 # Panels are pure functions of their views, and blobs are content-addressed: all multi-view

@@ -41,6 +41,12 @@ class FaultedBuild:
     def released(self) -> set[str]:
         return {json.loads(line)["id"] for line in open(Path(self.summary["package_path"]) / "items.jsonl")}
 
+    def accepted(self) -> set[str]:
+        """Items that passed every gate (the package then selects its composition from them)."""
+        rows = self.store.execute("SELECT subject_id FROM gate_decisions WHERE gate = 'C1' AND subject_type = 'OEItem' "
+                                  "AND decision = 'pass'").fetchall()
+        return {r[0] for r in rows}
+
     def artifacts(self) -> dict[str, tuple[str, str]]:
         return {r[0]: (r[1], r[2]) for r in self.store.execute("SELECT id, type, status FROM artifacts").fetchall()}
 

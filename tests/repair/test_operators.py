@@ -22,7 +22,7 @@ def test_wrong_answer_key_gets_local_field_repair(faulted, built):
     meta = fb.metadata(new)["repair"]
     assert meta == {"operator": "local_field_repair", "violated": "OE-3", "prior": bad, "attempt": 1, "root": bad}
     assert (bad, new, "repairs") in fb.store.parents([new])
-    assert new in fb.released() and bad not in fb.released()
+    assert new in fb.accepted() and bad not in fb.accepted() and bad not in fb.released()
     # The repaired item is the clean item: same answer, same everything.
     assert fb.store.one("SELECT content FROM artifacts WHERE id = ?", [new])[0] == \
         __import__("forge.store", fromlist=["Store"]).Store(built["store"], read_only=True).one(
@@ -62,7 +62,7 @@ def test_answer_not_in_visible_media_is_resynthesized(faulted, built):
     assert (binding, new, "binding") in fb.store.parents([new]), "re-synthesized from the same binding"
     assert len(fb.store.one("SELECT json_extract(content, '$.media_sources') FROM artifacts WHERE id = ?", [new])[0]
                .strip("[]").split(",")) == 3
-    assert new in fb.released()
+    assert new in fb.accepted()
     kept_check(built, fb, {fb.clean_counterpart(bad)})
 
 
@@ -77,7 +77,7 @@ def test_raw_segmentation_media_reexecutes_the_media_skill(faulted, built):
     assert r["rebuilt"] == [new]
     run = fb.store.runs_for_artifacts([new])[new]
     assert run["skill"] == "synthesize.realize_item", "the media-producing skill itself ran again"
-    assert new in fb.released()
+    assert new in fb.accepted()
     kept_check(built, fb, {fb.clean_counterpart(bad)})
 
 
@@ -185,7 +185,7 @@ def test_wrong_slot_is_rebound_on_the_same_evidence(faulted, built):
 
     assert json.loads(old)["evidence"] == json.loads(fresh)["evidence"], "same evidence, new slots"
     assert json.loads(old)["slots"] != json.loads(fresh)["slots"]
-    assert items <= fb.released()
+    assert items <= fb.accepted()
     kept_check(built, fb, {fb.clean_counterpart(bad)})
 
 
