@@ -113,7 +113,7 @@ def _numeric_chance(items: list[tuple[str, OEItem]], score_item) -> float:
     numeric = [it for _, it in items if it.question_type == "numeric" and it.answer_value is not None]
     if not numeric:
         return 0.0
-    sample = numeric[:: max(1, len(numeric) // 300)]
+    sample = numeric[:: max(1, len(numeric) // 150)]
     hits = sum(score_item(_key(a), b.answer_value) for a in sample for b in sample)
     return hits / (len(sample) ** 2)
 

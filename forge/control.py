@@ -14,10 +14,10 @@ from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
-from forge.artifact_types import Binding, OEItem, Template
+from forge.artifact_types import Template
 from forge.errors import ContractError, DefinitionError, SkillExecutionError
 from forge.executor import Executor, NodeResult
-from forge.gates import GateLog, allocate, blind_evaluation, grey_batches, judge_grey_batch, screen_invalid
+from forge.gates import BindingSummary, GateLog, allocate, blind_evaluation, grey_batches, judge_grey_batch, screen_invalid
 from forge.planner import Workflow
 from forge.progress import Progress
 from forge.store import Store
@@ -132,7 +132,6 @@ class StageRunner:
         self._check_coverage(tpl.verified)
         bind = self._run("bind", {**ids, "Template": tpl.verified})
         self._require("bind", bind, "binding")
-        self.executor.preload(bind.verified)
         update: dict[str, Any] = {"ids": {"Template": tpl.verified, "Binding": bind.verified}}
         extra = self._extra_units(bind.verified, state)
         if extra:
@@ -147,7 +146,7 @@ class StageRunner:
 
     def s4_realize(self, state: BuildState) -> dict[str, Any]:
         ids = state["ids"]
-        bindings: dict[str, Binding] = {bid: self.executor.load(bid) for bid in ids["Binding"]}
+        bindings = self._binding_summaries(ids["Binding"])
         plan = allocate(self._blueprint(), bindings, HEADROOM)
         grey, rest = grey_batches(plan, self.gates["grey_batch"])
         items_ok: list[str] = []
@@ -174,6 +173,11 @@ class StageRunner:
                                 "bindings_realized": sum(len(v) for v in plan.values())})
         return {"ids": {"OEItem": kept}}
 
+    def _binding_summaries(self, ids: list[str]) -> dict[str, BindingSummary]:
+        rows = self.store.fields(ids, {"template": "$.template", "answer": "$.answer",
+                                       "capability": "$.presentation.capability"})
+        return {bid: BindingSummary(**f) for bid, f in rows.items()}
+
     def _blueprint(self):
         return self.executor.load(self.results["blueprint"].verified[0])
 
@@ -185,9 +189,8 @@ class StageRunner:
         if state.get("topups", 0) >= MAX_TOPUPS or bp.sources[0].get(self.scale["field"] + "_given"):
             return 0
         have: dict[str, int] = {}
-        for bid in binding_ids:
-            cap = self.executor.load(bid).presentation["capability"]
-            have[cap] = have.get(cap, 0) + 1
+        for summary in self._binding_summaries(binding_ids).values():
+            have[summary.capability] = have.get(summary.capability, 0) + 1
         ratios = [have.get(c, 0) / (t * HEADROOM) for c, t in bp.capability_targets.items() if t > 0]
         worst = min(ratios, default=1.0)
         if worst >= 1.0:

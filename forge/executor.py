@@ -275,6 +275,8 @@ class Executor:
         if spec is not None and spec.parallel and self.workers > 1 and len(todo) > 1:
             yield from self._execute_parallel(todo)
             return
+        # One bulk read for all inputs instead of a query per invocation.
+        self.preload([a for inv in todo for a in inv.input_ids])
         for inv in todo:
             yield (inv, *self._execute_one(inv))
 

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from forge.artifact_types import Binding, OEItem
+from forge.artifact_types import OEItem
 from forge.blind import blind_report
 from forge.keys import GateId
 from forge.store import Batch, now
@@ -49,7 +49,16 @@ class GateLog:
         store.write(batch)
 
 
-def allocate(blueprint, bindings: dict[str, Binding], headroom: float) -> dict[str, list[str]]:
+@dataclass(frozen=True)
+class BindingSummary:
+    """The three fields allocation needs, read without loading whole bindings."""
+
+    template: str
+    answer: str
+    capability: str
+
+
+def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) -> dict[str, list[str]]:
     """Which bindings to realize, per template: each capability's target (times ``headroom``)
     spread evenly over its templates, a template short of bindings leaving its share to the
     others. Within a template, bindings alternate answers in id order, so any prefix stays
@@ -59,7 +68,7 @@ def allocate(blueprint, bindings: dict[str, Binding], headroom: float) -> dict[s
     for bid in sorted(bindings):
         b = bindings[bid]
         per_template.setdefault(b.template, []).append(bid)
-        caps.setdefault(b.presentation["capability"], set()).add(b.template)
+        caps.setdefault(b.capability, set()).add(b.template)
     ordered = {t: _alternate_answers(ids, bindings) for t, ids in per_template.items()}
     plan: dict[str, list[str]] = {}
     for cap, templates in caps.items():
@@ -70,7 +79,7 @@ def allocate(blueprint, bindings: dict[str, Binding], headroom: float) -> dict[s
     return plan
 
 
-def _alternate_answers(ids: list[str], bindings: dict[str, Binding]) -> list[str]:
+def _alternate_answers(ids: list[str], bindings: dict[str, BindingSummary]) -> list[str]:
     groups: dict[str, list[str]] = {}
     for bid in ids:
         groups.setdefault(bindings[bid].answer, []).append(bid)

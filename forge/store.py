@@ -283,6 +283,12 @@ class Store(BlobStore):
             r[0]: StoredArtifact(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows
         }
 
+    def fields(self, ids: Iterable[str], paths: dict[str, str]) -> dict[str, dict[str, str | None]]:
+        """Selected JSON fields of artifacts' content (``name -> JSON path``), without loading them."""
+        cols = ", ".join(f"json_extract_string(content, '{p}')" for p in paths.values())
+        rows = self._ids_query(f"SELECT id, {cols} FROM artifacts WHERE id IN (SELECT id FROM _ids)", ids)
+        return {r[0]: dict(zip(paths, r[1:])) for r in rows}
+
     def artifact_statuses(self, ids: Iterable[str]) -> dict[str, tuple[str, str, str | None]]:
         rows = self._ids_query(
             "SELECT id, type, status, contract_version FROM artifacts WHERE id IN (SELECT id FROM _ids)", ids
