@@ -256,6 +256,10 @@ def item_answer_in_options(item: OEItem, ctx: CheckContext) -> Outcome:
             problems.append("the selected options do not match the key")
     elif item.answer_index is None or not (0 <= item.answer_index < len(values)) or values[item.answer_index] != item.answer:
         problems.append("answer_index does not point at the answer")
+    elif qt == "interval_choice":
+        lo, hi = item.scoring.get("intervals", [[None, None]] * len(values))[item.answer_index]
+        if item.answer_value is None or lo is None or not lo <= item.answer_value <= hi:
+            problems.append("the keyed interval does not contain the answer value")
     return Outcome(not problems, "; ".join(problems))
 
 

@@ -74,10 +74,10 @@ def below_admission(b: Binding, ctx: FaultContext) -> Binding | None:
     floor = float(tpl.admission.get("min_visible_pixels", 1))
     faint = [o for o in ft.objects if ft.fact(o, b.view).visible_pixels < floor]
     slots = dict(b.slots)
+    if not slots or not faint:
+        return None
     key = next(iter(slots))
     current = slots[key]
-    if not faint:
-        return None
     if isinstance(current, list):
         replaced = [faint[0]] + [o for o in current[1:] if o != faint[0]]
         if len(set(replaced)) != len(current):
@@ -113,6 +113,8 @@ def misassigned_slot(b: Binding, ctx: FaultContext) -> Binding | None:
     ev = ctx.load(b.evidence)
     present = {o.name for o in ev.objects}
     slots = dict(b.slots)
+    if not slots:
+        return None
     key = next(iter(slots))
     current = slots[key]
     first = current[0] if isinstance(current, list) else current

@@ -37,6 +37,22 @@ def local_field_item(ctx: SkillContext, item: OEItem) -> list[OEItem]:
     """Set the answer key (and its index) to what the evidence gives; nothing else changes."""
     answer = _derived(ctx.load(item.binding), ctx)
     values = item.values()
+    if item.question_type == "interval_choice":
+        value = float(answer)
+        hits = [i for i, (lo, hi) in enumerate(item.scoring.get("intervals", [])) if lo <= value <= hi]
+        if len(hits) != 1:
+            raise NoAdmissibleRepair(f"no single interval holds the derived value {value:g}")
+        return [item.model_copy(update={"answer": values[hits[0]], "answer_index": hits[0], "answer_value": value})]
+    if item.question_type == "numeric":
+        return [item.model_copy(update={"answer": answer, "answer_value": float(answer)})]
+    if item.question_type in ("ordered_list", "multiple_choice"):
+        sep = " > " if item.question_type == "ordered_list" else ", "
+        parts = answer.split(sep)
+        if not all(p in values for p in parts):
+            raise NoAdmissibleRepair("the derived answer names an object that is not an option")
+        idx = [values.index(p) for p in parts]
+        return [item.model_copy(update={"answer": answer,
+                                        "answer_indices": idx if item.question_type == "ordered_list" else sorted(idx)})]
     if answer not in values:
         raise NoAdmissibleRepair(f"the derived answer {answer!r} is not among the options")
     return [item.model_copy(update={"answer": answer, "answer_index": values.index(answer)})]

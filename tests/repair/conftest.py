@@ -61,9 +61,9 @@ class FaultedBuild:
 
 @pytest.fixture
 def faulted(tmp_path):
-    def build(*faults: Fault) -> FaultedBuild:
+    def build(*faults: Fault, **intent_changes: Any) -> FaultedBuild:
         plan = FaultPlan(list(faults))
-        summary = run_build(write_intent(tmp_path), tmp_path / "store", tmp_path / "out", faults=plan)
+        summary = run_build(write_intent(tmp_path, **intent_changes), tmp_path / "store", tmp_path / "out", faults=plan)
         return FaultedBuild(tmp_path, plan, summary)
     return build
 

@@ -203,3 +203,21 @@ def test_audit_shows_the_repair_history(faulted):
     assert rep["rebuilt"] == r["new"]
     summary = fb.summary["repair"]["operators"]["local_field_repair"]
     assert summary == {**summary, "repairs": 1, "artifacts": 1, "succeeded": 1, "rebuilt": 1}
+
+
+def test_wrong_interval_key_is_caught_and_repaired(faulted):
+    from conftest import WIDE_OE
+
+    fb = faulted(Fault("wrong_answer_key", "synthesize.realize_item", where={"template": "count_visible_interval"},
+                       limit=1), name="tabletop-wide", oe=WIDE_OE)
+    [bad] = fb.injected
+    [d] = fb.diagnoses()
+    assert (d["requirement"], d["operator"]) == ("OE-2", "local_field_repair")
+    [r] = fb.repairs()
+    [new] = r["new"]
+    import json
+
+    item = json.loads(fb.store.one("SELECT content FROM artifacts WHERE id = ?", [new])[0])
+    lo, hi = item["scoring"]["intervals"][item["answer_index"]]
+    assert lo <= item["answer_value"] <= hi and item["options"][item["answer_index"]] == item["answer"]
+    assert new in fb.accepted()
