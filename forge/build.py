@@ -135,6 +135,7 @@ def _summary(runner: StageRunner, state: dict[str, Any], build_id: str, store_di
         "items_rejected": rejected,
         "items_released": pkg.counts["items"],
         "artifacts_repaired": len(replaced),
+        "items_near_duplicates": stats.get("duplicates", 0),
         "rejections": {"contracts": len(contract_rejected),
                        "gate_A": len(stats.get("grey_held", [])), "gate_C1": len(blind_held)},
         "gates": runner.log.counts,

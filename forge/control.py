@@ -17,7 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from forge.artifact_types import Template
 from forge.errors import ContractError, DefinitionError, SkillExecutionError
 from forge.executor import Executor, NodeResult
-from forge.gates import BindingSummary, GateLog, allocate, blind_evaluation, grey_batches, judge_grey_batch, screen_invalid
+from forge.gates import BindingSummary, GateLog, allocate, near_duplicates, blind_evaluation, grey_batches, judge_grey_batch, screen_invalid
 from forge.planner import Workflow
 from forge.progress import Progress
 from forge.store import Store
@@ -216,8 +216,12 @@ class StageRunner:
             accepted, self.blind_reports = passed_b1, {}
         else:
             accepted, self.blind_reports = blind_evaluation(self.log, {i: items[i] for i in passed_b1}, self.gates)
-        self.item_stats["accepted"] = accepted
         self.item_stats["blind_held"] = sorted(set(passed_b1) - set(accepted))
+        facts = self.store.fields([items[i].binding for i in accepted],
+                                  {"scene": "$.scene_index", "view": "$.view", "slots": "$.slots"})
+        unique = near_duplicates(self.log, {i: items[i] for i in accepted}, facts)
+        self.item_stats["duplicates"] = len(accepted) - len(unique)
+        self.item_stats["accepted"] = unique
         return {"ids": {"OEItem": pool}}
 
     def wants_repair(self, state: BuildState) -> str:

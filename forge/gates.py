@@ -15,6 +15,7 @@ from forge.keys import GateId
 from forge.store import Batch, now
 
 GATE_A, GATE_B1, GATE_C1 = GateId("A"), GateId("B1"), GateId("C1")
+GATE_DUP = GateId("DUP")
 
 
 @dataclass
@@ -156,3 +157,35 @@ def blind_evaluation(log: GateLog, items: dict[str, OEItem], settings: dict[str,
             if not flagged:
                 kept.append(iid)
     return kept, reports
+
+
+def near_duplicates(log: GateLog, items: dict[str, OEItem], facts: dict[str, dict[str, Any]],
+                    min_overlap: float = 0.5) -> list[str]:
+    """Drop near-duplicates: same template, same view of the same scene, same answer, and
+    slot objects overlapping by at least ``min_overlap`` (Jaccard). The lowest id is kept.
+
+    ``facts``: binding id -> {scene, view, slots} (read from the store, not loaded)."""
+    kept: list[str] = []
+    seen: dict[tuple, list[tuple[str, set[str]]]] = {}
+    for iid in sorted(items):
+        it = items[iid]
+        f = facts[it.binding]
+        objects = set(slot_objects(json.loads(f["slots"] or "{}")))
+        group = seen.setdefault((it.template, f["scene"], f["view"], it.answer), [])
+        twin = next((other for other, objs in group
+                     if objects == objs or (objects and len(objects & objs) / len(objects | objs) >= min_overlap)), None)
+        if twin is None:
+            group.append((iid, objects))
+            kept.append(iid)
+            log.decide(GATE_DUP, iid, "OEItem", it.template, "pass")
+        else:
+            log.decide(GATE_DUP, iid, "OEItem", it.template, "fail", {"near_duplicate_of": twin})
+    return kept
+
+
+def slot_objects(slots: dict[str, Any]) -> list[str]:
+    """Every object named by a binding's slots."""
+    out: list[str] = []
+    for v in slots.values():
+        out.extend(v if isinstance(v, list) else [v])
+    return out

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from forge.artifact_types import Binding, Blueprint, EvidenceRecord, MediaRef, OEItem, Template
+from forge.gates import slot_objects
 from forge.keys import file_digest
 from forge.skills import Output, SkillContext, skill
 from forge_skills.answer_rules import Candidate, FactTable, rule_for
@@ -85,7 +86,7 @@ def _select(cands: list[Candidate], k: int, rng, balance_yes_no: bool) -> list[C
     order = rng.permutation(len(cands)) if cands else []
     for i in order:
         c = cands[int(i)]
-        key = tuple(sorted(_objects_of(c.slots)))
+        key = tuple(sorted(slot_objects(c.slots)))
         unique.setdefault(key, c)
     groups: dict[str, list[Candidate]] = {}
     for c in unique.values():
@@ -104,13 +105,6 @@ def _select(cands: list[Candidate], k: int, rng, balance_yes_no: bool) -> list[C
                 picked.append(groups[a][depth])
         depth += 1
     return picked
-
-
-def _objects_of(slots: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    for v in slots.values():
-        out.extend(v if isinstance(v, list) else [v])
-    return out
 
 
 def _presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, view: int | None,

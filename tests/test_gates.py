@@ -84,3 +84,19 @@ def test_gate_decisions_recorded_per_item(built):
     assert counts["B1"] == built["summary"]["items_candidates"]
     assert counts["C1"] == built["summary"]["items_accepted"]
     assert counts["A"] >= 4
+
+
+def test_near_duplicates_are_removed(built):
+    from forge.gates import near_duplicates
+
+    items = _items(built, "closest_choice")
+    with Store(built["store"], read_only=True) as s:
+        facts = s.fields([it.binding for it in items.values()], {"scene": "$.scene_index", "view": "$.view",
+                                                                 "slots": "$.slots"})
+    log = GateLog("t")
+    assert sorted(near_duplicates(log, items, facts)) == sorted(items), "a clean release has no near-duplicates"
+    first_id, first = sorted(items.items())[0]
+    twin = first.model_copy(update={"question": first.question.replace("closest", "nearest")})
+    with_twin = {**items, "f" * 32: twin}
+    kept = near_duplicates(GateLog("t"), with_twin, facts)
+    assert "f" * 32 not in kept and first_id in kept and len(kept) == len(items)
