@@ -174,6 +174,7 @@ class EvidenceView(BaseModel):
     rgb: str
     width: int
     height: int
+    camera_position: list[float] | None = None
 
 
 class EvidenceRecord(ArtifactContent):

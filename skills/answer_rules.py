@@ -346,6 +346,85 @@ def _distance_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[
     return out
 
 
+# -- reach, camera motion and grounding -------------------------------------------------------
+
+
+def _reach_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    obj = slots["object"]
+    if ft.fact(obj, view).visible_pixels < _adm(tpl, "min_visible_pixels", 1):
+        return None, {"reason": "not clearly visible"}
+    base = np.array(tpl["answer_rule"]["base"], dtype=float)
+    reach = float(tpl["answer_rule"]["reach_m"])
+    d = float(np.linalg.norm(_center_of(ft, obj) - base))
+    if abs(d - reach) < _adm(tpl, "min_margin", 0.0):
+        return None, {"reason": f"{d:.2f} m is too close to the reach limit"}
+    return ("yes" if d <= reach else "no"), {"distance_m": d, "reach_m": reach}
+
+
+def _reach_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for obj in ft.objects:
+        answer, d = _reach_derive(ft, view, {"object": obj}, tpl)
+        if answer is not None:
+            out.append(Candidate({"object": obj}, answer, abs(d["distance_m"] - d["reach_m"]), d))
+    return out
+
+
+def _orbit_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    i, j = slots["pair"]
+    cams = {v.index: v.camera_position for v in ft.evidence.views}
+    if cams.get(i) is None or cams.get(j) is None:
+        return None, {"reason": "camera poses are not registered"}
+    center = tpl["answer_rule"].get("center", [0.0, 0.0])
+    a1 = np.degrees(np.arctan2(cams[i][1] - center[1], cams[i][0] - center[0]))
+    a2 = np.degrees(np.arctan2(cams[j][1] - center[1], cams[j][0] - center[0]))
+    delta = (a2 - a1 + 180.0) % 360.0 - 180.0
+    lo, hi = tpl["admission"].get("turn_degrees", [20, 160])
+    if not lo <= abs(delta) <= hi:
+        return None, {"reason": f"a turn of {delta:.0f} degrees is not clearly one way"}
+    labels = tpl["answer_rule"]["labels"]
+    return (labels["positive"] if delta > 0 else labels["negative"]), {"turn_degrees": delta}
+
+
+def _orbit_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for i, j in itertools.permutations(ft.views, 2):
+        answer, d = _orbit_derive(ft, None, {"pair": [i, j]}, tpl)
+        if answer is not None:
+            out.append(Candidate({"pair": [i, j]}, answer, abs(d["turn_degrees"]), d))
+    return out
+
+
+def _grounding_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    marked, target = list(slots["marked"]), slots["target"]
+    labels = tpl["options"].get("labels", ["A", "B", "C", "D"])
+    if target not in marked or len(marked) != len(labels):
+        return None, {"reason": "the target must be one of the marked objects"}
+    facts = [ft.fact(n, view) for n in marked]
+    if any(f.visible_pixels < _adm(tpl, "min_visible_pixels", 1) for f in facts):
+        return None, {"reason": "a marked object is not clearly visible"}
+    gap = min(((a.center_2d[0] - b.center_2d[0]) ** 2 + (a.center_2d[1] - b.center_2d[1]) ** 2) ** 0.5
+              for a, b in itertools.combinations(facts, 2))
+    if gap < _adm(tpl, "min_separation_px", 0):
+        return None, {"reason": f"markers {gap:.0f} px apart, below admission"}
+    return labels[marked.index(target)], {"labels": dict(zip(labels, marked)), "separation_px": gap}
+
+
+def _grounding_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    k = len(tpl["options"].get("labels", ["A", "B", "C", "D"]))
+    visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
+    out = []
+    for combo in itertools.combinations(visible, k):
+        for shift in range(k):  # the target takes every label position in turn
+            target = combo[0]
+            marked = list(combo[1:])
+            marked.insert(shift, target)
+            answer, d = _grounding_derive(ft, view, {"target": target, "marked": marked}, tpl)
+            if answer is not None:
+                out.append(Candidate({"target": target, "marked": marked}, answer, d["separation_px"], d["labels"]))
+    return out
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -368,6 +447,9 @@ RULES: dict[str, Rule] = {
         Rule("visible_set", _visible_set_candidates, _visible_set_derive, ("objects",), ("multiple_choice",)),
         Rule("nearest_to", _nearest_to_candidates, _nearest_to_derive, ("anchor", "objects"), ("single_choice",)),
         Rule("distance", _distance_candidates, _distance_derive, ("a", "b"), ("numeric",)),
+        Rule("reach", _reach_candidates, _reach_derive, ("object",), ("yes_no",)),
+        Rule("orbit", _orbit_candidates, _orbit_derive, ("pair",), ("single_choice",)),
+        Rule("grounding", _grounding_candidates, _grounding_derive, ("target", "marked"), ("grounding_choice",)),
     )
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import string
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -148,11 +149,12 @@ def evidence_traceable(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
 
 SCORING_PROTOCOLS = {"exact_choice", "yes_no", "set_match", "ordered_list", "interval", "numeric"}
 OPTION_KINDS = {"objects": {"single_choice", "multiple_choice", "ordered_list"}, "yes_no": {"yes_no"},
-                "labels": {"marked_object_choice"}, "views": {"multi_view_choice"}, "none": {"numeric"},
-                "intervals": {"interval_choice"}}
+                "labels": {"marked_object_choice", "grounding_choice"}, "views": {"multi_view_choice"},
+                "none": {"numeric"}, "intervals": {"interval_choice"}, "fixed": {"single_choice"}}
 PROTOCOL_OF = {"single_choice": "exact_choice", "marked_object_choice": "exact_choice",
                "multi_view_choice": "exact_choice", "yes_no": "yes_no", "multiple_choice": "set_match",
-               "ordered_list": "ordered_list", "interval_choice": "interval", "numeric": "numeric"}
+               "ordered_list": "ordered_list", "interval_choice": "interval", "numeric": "numeric",
+               "grounding_choice": "exact_choice"}
 
 
 @check("template_declares")
@@ -186,6 +188,8 @@ def template_declares(t: Template, ctx: CheckContext) -> Outcome:
             problems.append(f"realization uses undeclared slots {sorted(fields - set(t.slots))}")
     if t.media.get("layout") not in ("single_view", "multi_view"):
         problems.append(f"unknown media layout {t.media.get('layout')!r}")
+    if kind == "fixed" and len(set(t.options.get("values") or [])) < 2:
+        problems.append("fixed options need two or more distinct values")
     if (t.media.get("layout") == "multi_view") != (t.scope == "scene"):
         problems.append("multi-view media needs scene scope and vice versa")
     return Outcome(not problems, "; ".join(problems))
@@ -216,15 +220,19 @@ def binding_answer_matches(b: Binding, ctx: CheckContext) -> Outcome:
 
 @check("binding_references")
 def binding_references(b: Binding, ctx: CheckContext) -> Outcome:
-    """Every slot names an object of the evidence record, and the view exists."""
+    """Every object slot names an object of the evidence record; view slots and the view exist."""
     ev = ctx.load(b.evidence)
+    tpl = ctx.load(b.template_artifact)
     names = {o.name for o in ev.objects}
-    used = []
-    for v in b.slots.values():
-        used.extend(v if isinstance(v, list) else [v])
-    missing = [n for n in used if n not in names]
-    bad_view = b.view is not None and b.view not in {v.index for v in ev.views}
-    return Outcome(not missing and not bad_view, f"unknown objects {missing}" if missing else ("unknown view" if bad_view else ""))
+    views = {v.index for v in ev.views}
+    missing: list[Any] = []
+    for slot, value in b.slots.items():
+        values = value if isinstance(value, list) else [value]
+        pool = views if tpl.slots.get(slot, {}).get("kind") == "view_pair" else names
+        missing += [v for v in values if v not in pool]
+    bad_view = b.view is not None and b.view not in views
+    return Outcome(not missing and not bad_view, f"unknown objects or views {missing}" if missing else
+                   ("unknown view" if bad_view else ""))
 
 
 # -- items ----------------------------------------------------------------------------------
@@ -327,7 +335,10 @@ def item_no_leakage(item: OEItem, ctx: CheckContext) -> Outcome:
     """Visible text holds no ids or internals, and no choice question states its own answer."""
     texts = [item.question, *item.options, item.response_format]
     leaks = [m.group(0) for t in texts for m in [_HIDDEN.search(t)] if m]
-    if item.question_type == "single_choice" and item.answer.lower() in item.question.lower():
+    q = item.question.lower()
+    # Naming the answer is a leak unless the question names every option alike ("A or B?").
+    if item.question_type == "single_choice" and item.answer.lower() in q \
+            and not all(o.lower() in q for o in item.options):
         leaks.append(f"answer {item.answer!r} appears in the question")
     return Outcome(not leaks, f"visible text leaks: {leaks}" if leaks else "")
 

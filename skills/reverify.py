@@ -44,7 +44,25 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
         else:
             ok = px[order[0]] >= min_px and px[order[0]] / max(px[order[1]], 1) >= adm.get("min_ratio", 1.5)
         return f"View {int(order[0]) + 1}" if ok else None
+    if name == "orbit":
+        cams = {v["index"]: v["camera_position"] for v in source["views"]}
+        i, j = slots["pair"]
+        c = rule.get("center", [0.0, 0.0])
+        delta = (np.degrees(np.arctan2(cams[j][1] - c[1], cams[j][0] - c[0]))
+                 - np.degrees(np.arctan2(cams[i][1] - c[1], cams[i][0] - c[0])) + 180.0) % 360.0 - 180.0
+        lo, hi = adm.get("turn_degrees", [20, 160])
+        return (rule["labels"]["positive"] if delta > 0 else rule["labels"]["negative"]) if lo <= abs(delta) <= hi else None
     m = {n: _measure(arrays, body[n], view) for n in body}
+    if name == "grounding":
+        if any(m[n]["px"] < min_px for n in slots["marked"]):
+            return None
+        return template["options"]["labels"][list(slots["marked"]).index(slots["target"])]
+    if name == "reach":
+        if m[slots["object"]]["px"] < min_px:
+            return None
+        center = {o["name"]: (np.array(o["aabb_min"]) + np.array(o["aabb_max"])) / 2 for o in source["objects"]}
+        d = float(np.linalg.norm(center[slots["object"]] - np.array(rule["base"])))
+        return None if abs(d - rule["reach_m"]) < adm.get("min_margin", 0.0) else ("yes" if d <= rule["reach_m"] else "no")
     if name == "visible":
         p = m[slots["object"]]["px"]
         return "yes" if p >= min_px else ("no" if p == 0 else None)
@@ -126,7 +144,7 @@ def reverify_package(store: Store, package: Path) -> dict[str, Any]:
         elif not _options_plain(row["options"], source, template):
             reason = "an option carries text beyond its referent"
         else:
-            reason = _media_problem(package, row, template, source)
+            reason = _media_problem(package, row, template, source, binding["slots"])
         if reason:
             invalid[row["id"]] = reason
     return {"items": len(rows), "valid": len(rows) - len(invalid), "invalid": len(invalid),
@@ -153,10 +171,12 @@ def _options_plain(options: list[str], source: dict[str, Any], template: dict[st
     names = {o["name"] for o in source["objects"]}
     allowed = names | {"yes", "no", "A", "B", "C", "D"} | {f"View {i + 1}" for i in range(len(source["views"]))}
     allowed |= {label for _, _, label in template["options"].get("intervals", [])}
+    allowed |= set(template["options"].get("values", []))
     return all(o in allowed for o in options)
 
 
-def _media_problem(package: Path, row: dict[str, Any], template: dict[str, Any], source: dict[str, Any]) -> str | None:
+def _media_problem(package: Path, row: dict[str, Any], template: dict[str, Any], source: dict[str, Any],
+                   slots: dict[str, Any]) -> str | None:
     for m in row["media"]:
         img = Image.open(io.BytesIO((package / m["path"]).read_bytes()))
         a = np.asarray(img.convert("RGB"))
@@ -164,7 +184,8 @@ def _media_problem(package: Path, row: dict[str, Any], template: dict[str, Any],
         if img.mode != "RGB" or len(np.unique(packed)) < 48:
             return "visible media are not a processed RGB image"
         if template["media"].get("layout") == "multi_view":
-            width = sum(v["width"] for v in source["views"])
+            needed = [v for v in source["views"] if "pair" not in slots or v["index"] in slots["pair"]]
+            width = sum(v["width"] for v in needed)
             if a.shape[1] < width:
                 return "the media do not show every view the answer depends on"
     return None

@@ -24,6 +24,7 @@ RESPONSE_FORMATS = {
     "ordered_list": "Answer with the letters of the options in order, separated by commas.",
     "interval_choice": "Answer with the letter of the interval that contains the value.",
     "numeric": "Answer with a single number.",
+    "grounding_choice": "Answer with the label of the marked object.",
 }
 
 
@@ -110,7 +111,9 @@ def _select(cands: list[Candidate], k: int, rng, balance_yes_no: bool) -> list[C
 def _presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, view: int | None,
                   cand: Candidate) -> dict[str, Any]:
     if template.media.get("layout") == "multi_view":
-        media = [{"view": v.index, "rgb": v.rgb, "label": f"View {i + 1}"} for i, v in enumerate(evidence.views)]
+        shown = [next(v for v in evidence.views if v.index == i) for i in cand.slots["pair"]] \
+            if "pair" in cand.slots else list(evidence.views)
+        media = [{"view": v.index, "rgb": v.rgb, "label": f"View {i + 1}"} for i, v in enumerate(shown)]
     else:
         v = next(v for v in evidence.views if v.index == view)
         media = [{"view": v.index, "rgb": v.rgb, "label": "image"}]
@@ -143,6 +146,8 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
             extra["answer_indices"] = [options.index(n) for n in binding.answer.split(" > ")]
         elif qt == "multiple_choice":
             extra["answer_indices"] = sorted(options.index(n) for n in binding.answer.split(", "))
+    elif kind == "fixed":
+        options = _nth_permutation(sorted(pres["options"]["values"]), binding.position_seed + binding.variant)
     elif kind == "none":
         options = []
         extra["answer_value"] = float(binding.answer)

@@ -41,7 +41,8 @@ def tabletop_evidence(ctx: SkillContext, source: SourceRecord) -> list[EvidenceR
             facts.append(fact)
     return [EvidenceRecord(
         source=ctx.input_ids["source"], scene_index=source.scene_index,
-        views=[EvidenceView(index=v.index, rgb=v.rgb, width=v.width, height=v.height) for v in source.views],
+        views=[EvidenceView(index=v.index, rgb=v.rgb, width=v.width, height=v.height,
+                            camera_position=v.camera_position) for v in source.views],
         objects=[EvidenceObject(name=o.name, category=o.category, color=o.color, position=o.position,
                                 box_3d_min=o.aabb_min, box_3d_max=o.aabb_max) for o in source.objects],
         facts=facts,

@@ -57,11 +57,11 @@ def built(tmp_path_factory) -> dict[str, Any]:
 
 
 WIDE_OE = {
-    "items": 260,
+    "items": 300,
     "capabilities": ["visibility", "image_plane_relation", "depth_order", "multi_view", "counting", "size_scale",
-                     "metric_distance"],
+                     "metric_distance", "reachability", "camera_motion"],
     "question_types": ["single_choice", "yes_no", "multi_view_choice", "marked_object_choice", "multiple_choice",
-                       "ordered_list", "interval_choice", "numeric"],
+                       "ordered_list", "interval_choice", "numeric", "grounding_choice"],
 }
 
 
