@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -23,8 +22,7 @@ from forge.build import ABLATIONS, BuildOptions, build
 from forge.faults import Fault, FaultPlan
 from forge.store import Store
 from forge_skills.reverify import reverify_package
-
-ROOT = Path(__file__).resolve().parents[1]
+from workspace import prepare
 
 
 def defect_plan(rate: float) -> FaultPlan:
@@ -45,12 +43,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=0.04)
     ap.add_argument("--workers", type=int, default=0)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="forge-ablation-"))
-    intent = yaml.safe_load((ROOT / "examples" / "tabletop_spatial.yaml").read_text())
-    intent["oe"]["items"] = args.items
-    path = work / "intent.yaml"
-    path.write_text(yaml.safe_dump(intent, sort_keys=False))
-    print(f"{args.items} items requested, defect rate {args.rate}, seed {intent['seed']}")
+    work, path, _ = prepare(args.items, args.workers, "forge-ablation-", copy_templates=False)
+    print(f"{args.items} items requested, defect rate {args.rate}, seed {yaml.safe_load(path.read_text())['seed']}")
     print(f"{'variant':<18} {'valid rate':>10} {'invalid':>8} {'released':>9} {'rebuilt':>8} {'planted':>8} {'seconds':>8}")
     for variant in (None, *ABLATIONS):
         name = variant or "full loop"

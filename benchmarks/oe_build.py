@@ -10,18 +10,12 @@ and the rebuild times as ratios of the full build.
 from __future__ import annotations
 
 import argparse
-import resource
 import shutil
-import tempfile
 import time
-from pathlib import Path
 
-import yaml
 
-from forge.build import BuildOptions, build
-from forge_skills.template_library import builtin_root
-
-ROOT = Path(__file__).resolve().parents[1]
+from forge.build import build
+from workspace import peak_memory_mb, prepare
 
 
 def main() -> None:
@@ -31,14 +25,7 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = ap.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="forge-bench-"))
-    intent = yaml.safe_load((ROOT / "examples" / "tabletop_spatial.yaml").read_text())
-    intent["oe"]["items"] = args.items
-    intent["templates_dirs"] = ["templates"]
-    shutil.copytree(builtin_root() / "tabletop", work / "templates")
-    path = work / "intent.yaml"
-    path.write_text(yaml.safe_dump(intent, sort_keys=False))
-    opts = BuildOptions(store_dir=work / "store", out_dir=work / "out", workers=args.workers, progress=False)
+    work, path, opts = prepare(args.items, args.workers, "forge-bench-")
 
     t0 = time.perf_counter()
     full = build(path, opts)
@@ -54,8 +41,7 @@ def main() -> None:
     one = build(path, opts)
     t_one = time.perf_counter() - t0
 
-    peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    peak_self, peak_children = peak_memory_mb()
     released = full["items_released"]
     print(f"items requested              {args.items}")
     print(f"items released               {released}  (candidates {full['items_candidates']}, "

@@ -15,7 +15,7 @@ from forge.errors import DefinitionError, ForgeError
 from forge.faults import FaultPlan
 from forge.executor import Executor
 from forge.gates import GateLog
-from forge.intent import LoadedIntent, load_intent
+from forge.intent import load_intent
 from forge.packaging import export
 from forge.planner import compose, extra_contract_dirs
 from forge.progress import Progress

@@ -83,7 +83,7 @@ class GateSettings(_Strict):
     grey_min_valid: float = Field(0.5, ge=0.0, le=1.0, description="valid fraction a grey batch needs")
     blind_margin: float = Field(0.15, ge=0.0, le=1.0, description="allowed blind accuracy above chance")
     blind_alpha: float = Field(0.01, gt=0.0, lt=1.0, description="significance of the blind excess")
-    min_blind_items: int = Field(20, ge=1, description="fewest items a template needs for the blind test")
+    min_blind_items: int = Field(8, ge=1, description="fewest items a template needs for the blind test (the exact binomial test guards small samples)")
 
 
 class RepairPolicy(_Strict):

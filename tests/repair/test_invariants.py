@@ -43,7 +43,6 @@ def test_repaired_versions_pass_the_same_contracts(faulted):
 def test_evidence_is_never_edited_in_place(faulted):
     fb = faulted(Fault("wrong_frame_join", "structure.tabletop_evidence", limit=1))
     [bad] = fb.injected
-    from forge.build import BuildOptions  # noqa: F401  (the loop below is the engine's own)
     from forge.repair import RepairLoop, RepairSettings
     from forge.contracts import ContractBook
     from forge.executor import Executor
