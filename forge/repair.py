@@ -44,6 +44,15 @@ ROUTES: dict[str, tuple[str, str | None]] = {
     "inadmissible_evidence": ("final_rejection", None),
 }
 
+SCOPES = {
+    "local_field_repair": "the {type} alone (one field re-derived from evidence)",
+    "template_rebinding": "a new binding on the same evidence, then its item",
+    "candidate_resynthesis": "a new item from the same verified binding",
+    "skill_reexecution": "the producing skill's invocation(s) for this symptom, then their descendants",
+    "upstream_rollback": "the {type} rebuilt from its verified parent, then only its descendants",
+    "final_rejection": "none: the lineage is terminated and its records kept",
+}
+
 # Artifact types whose content is registered evidence: never edited, only rebuilt by their producer.
 EVIDENCE_TYPES = {"SourceRecord", "EvidenceRecord", "StateRecord", "SceneSpec"}
 
@@ -66,6 +75,11 @@ class Diagnosis:
     root: str
     detail: str = ""
     group: str = ""
+
+    @property
+    def scope(self) -> str:
+        """The smallest reconstruction scope the operator implies."""
+        return SCOPES.get(self.operator, "").format(type=self.type)
 
 
 @dataclass
@@ -288,7 +302,7 @@ class RepairLoop:
         for d in diags:
             batch.add("diagnoses", (self.build_id, self.rounds, d.artifact, d.type, d.requirement, d.category,
                                     d.cause, d.producer, d.template, d.operator, d.attempt, d.root, d.group,
-                                    d.detail[:1000], ts))
+                                    d.detail[:1000], ts, d.scope))
         for rec in self.records:
             if rec.written:
                 continue

@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS diagnoses (
     build_id VARCHAR, round INTEGER, artifact_id VARCHAR, artifact_type VARCHAR, requirement VARCHAR,
     category VARCHAR, cause VARCHAR, producer VARCHAR, template VARCHAR, operator VARCHAR, attempt INTEGER,
     root VARCHAR, grp VARCHAR, detail VARCHAR, diagnosed_at TIMESTAMP);
+ALTER TABLE diagnoses ADD COLUMN IF NOT EXISTS scope VARCHAR;
 CREATE TABLE IF NOT EXISTS repairs (
     build_id VARCHAR, round INTEGER, operator VARCHAR, violated VARCHAR, priors VARCHAR, new VARCHAR,
     rebuilt VARCHAR, status VARCHAR, error VARCHAR, seconds DOUBLE, repaired_at TIMESTAMP);
@@ -73,7 +74,7 @@ _COLUMNS: dict[str, list[str]] = {
                        "decided_at"],
     "build_runs": ["build_id", "run_key", "executed"],
     "diagnoses": ["build_id", "round", "artifact_id", "artifact_type", "requirement", "category", "cause", "producer",
-                  "template", "operator", "attempt", "root", "grp", "detail", "diagnosed_at"],
+                  "template", "operator", "attempt", "root", "grp", "detail", "diagnosed_at", "scope"],
     "repairs": ["build_id", "round", "operator", "violated", "priors", "new", "rebuilt", "status", "error",
                 "seconds", "repaired_at"],
 }

@@ -15,6 +15,8 @@ def test_wrong_answer_key_gets_local_field_repair(faulted, built):
     assert (d["artifact"], d["requirement"], d["category"], d["operator"]) == (bad, "OE-3", "answer_mismatch",
                                                                                "local_field_repair")
     assert d["cause"] == bad
+    scope = fb.store.one("SELECT scope FROM diagnoses WHERE artifact_id = ?", [bad])[0]
+    assert scope.startswith("the OEItem alone")
     [r] = fb.repairs()
     assert r["status"] == "rebuilt" and r["priors"] == [bad]
     [new] = r["new"]
@@ -87,6 +89,7 @@ def test_wrong_frame_join_rolls_back_to_evidence_structuring(faulted, built):
     [d] = fb.diagnoses()
     assert (d["type"], d["requirement"], d["category"], d["operator"]) == \
         ("EvidenceRecord", "EV-3", "invalid_evidence", "upstream_rollback")
+    assert "only its descendants" in fb.store.one("SELECT scope FROM diagnoses WHERE artifact_id = ?", [bad])[0]
     [r] = fb.repairs()
     [new_evidence] = r["new"]
     assert fb.store.runs_for_artifacts([new_evidence])[new_evidence]["skill"] == "structure.tabletop_evidence"
