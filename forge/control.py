@@ -293,19 +293,29 @@ class StageRunner:
         return [r[0] for r in rows]
 
     def _final_stage_contracts(self, pool: list[str]) -> list[str]:
-        """Ablation 'final-stage-only': contracts run once, on the finished items only."""
+        """Ablation 'final-stage-only': contracts run once, on the finished items only; their
+        verdicts and records are stored like any other."""
         from forge.contracts import decide
+        from forge.executor import _verification_row
+        from forge.store import Batch, now
 
         self._final_checked = True
         saved, self.executor.checks_enabled = self.executor.checks_enabled, True
         kept = []
+        batch = Batch()
+        ts = now()
         self.executor.preload(pool)
         for iid in pool:
-            status = decide(self.executor.check(iid, self.executor.load(iid)))
+            item = self.executor.load(iid)
+            checks = self.executor.check(iid, item)
+            status = decide(checks)
+            version = self.executor.contracts.version(item.TYPE)
+            batch.verdicts[iid] = (status, version)
+            for c in checks:
+                batch.add("verifications", _verification_row(c, version, ts))
             if status == "verified":
                 kept.append(iid)
-            else:
-                self.store.execute("UPDATE artifacts SET status = 'rejected' WHERE id = ?", [iid])
+        self.store.write(batch)
         self.executor.checks_enabled = saved
         return kept
 

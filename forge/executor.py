@@ -261,9 +261,7 @@ class Executor:
                 content = self._cache[oid]
                 checks = self.check(oid, content)
                 status = decide(checks)
-                self.store.execute("DELETE FROM verifications WHERE artifact_id = ?", [oid])
-                self.store.execute("UPDATE artifacts SET status = ?, contract_version = ? WHERE id = ?",
-                                   [status, self.contracts.version(content.TYPE), oid])
+                batch.verdicts[oid] = (status, self.contracts.version(content.TYPE))
                 for c in checks:
                     batch.add("verifications", _verification_row(c, self.contracts.version(content.TYPE), ts))
                 (result.verified if status == "verified" else result.rejected).append(oid)

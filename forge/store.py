@@ -102,6 +102,9 @@ class Batch:
     rows: dict[str, list[tuple]] = field(default_factory=lambda: {t: [] for t in _COLUMNS})
     replace_artifacts: set[str] = field(default_factory=set)
     replace_runs: set[str] = field(default_factory=set)
+    # Verdicts changed on stored artifacts: id -> (status, contract version); their old
+    # verification rows are dropped and the new ones come in ``rows``.
+    verdicts: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def add(self, table: str, row: tuple) -> None:
         self.rows[table].append(row)
@@ -213,7 +216,7 @@ class Store(BlobStore):
 
     def write(self, batch: Batch) -> None:
         """Write one batch in a single transaction."""
-        if not len(batch) and not batch.replace_artifacts:
+        if not len(batch) and not batch.replace_artifacts and not batch.verdicts:
             return
         con = self.con
         con.execute("BEGIN TRANSACTION")
@@ -230,6 +233,14 @@ class Store(BlobStore):
                 con.register("_replace_runs", keys)
                 con.execute("DELETE FROM skill_runs WHERE run_key IN (SELECT k FROM _replace_runs)")
                 con.unregister("_replace_runs")
+            if batch.verdicts:
+                ids = sorted(batch.verdicts)
+                con.register("_verdicts", pa.table({"id": ids, "status": [batch.verdicts[i][0] for i in ids],
+                                                    "cv": [batch.verdicts[i][1] for i in ids]}))
+                con.execute("DELETE FROM verifications WHERE artifact_id IN (SELECT id FROM _verdicts)")
+                con.execute("UPDATE artifacts SET status = v.status, contract_version = v.cv FROM _verdicts v "
+                            "WHERE artifacts.id = v.id")
+                con.unregister("_verdicts")
             for table, rows in batch.rows.items():
                 if rows:
                     self._insert(table, rows)

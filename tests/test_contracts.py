@@ -62,3 +62,26 @@ def test_every_artifact_has_verification_records(built):
         kinds = dict(s.execute("SELECT verification, count(*) FROM verifications GROUP BY verification").fetchall())
     assert unchecked == []
     assert {"deterministic", "execution", "model-assisted"} <= set(kinds)
+
+
+def test_contract_edit_reverifies_without_rebuilding(tmp_path):
+    import json
+
+    rules = tmp_path / "lab"
+    rules.mkdir()
+    contract = rules / "style.yaml"
+    text = ("artifact_type: OEItem\nrequirements:\n  - id: LAB-2\n    description: house style\n"
+            "    verification: deterministic\n    check: expr\n    args: {{expression: \"{expr}\"}}\n")
+    contract.write_text(text.format(expr="len(c.question) > 0"))
+    intent = write_intent(tmp_path, contracts=["lab"])
+    first = run_build(intent, tmp_path / "store", tmp_path / "out")
+    contract.write_text(text.format(expr="'cube' not in c.question"))
+    second = run_build(intent, tmp_path / "store", tmp_path / "out")
+    assert second["artifacts_reverified"] == first["nodes"]["realize"]["created"]
+    assert second["nodes"]["realize"]["executed"] == 0 and second["nodes"]["bind"]["executed"] == 0
+    released = [json.loads(x) for x in open(second["package_path"] + "/items.jsonl")]
+    assert released and not [r for r in released if "cube" in r["question"]]
+    with Store(tmp_path / "store", read_only=True) as s:
+        failed = s.one("SELECT count(*) FROM verifications WHERE requirement_id = 'LAB-2' AND NOT passed")[0]
+        rejected = s.one("SELECT count(*) FROM artifacts WHERE type = 'OEItem' AND status = 'rejected'")[0]
+    assert failed == rejected > 0
