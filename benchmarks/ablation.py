@@ -31,7 +31,7 @@ def defect_plan(rate: float) -> FaultPlan:
         Fault("raw_segmentation_media", "synthesize.realize_item", rate=rate / 2, seed=2),
         Fault("hidden_view_media", "synthesize.realize_item", rate=rate * 2, seed=3),
         Fault("shortcut_phrase", "synthesize.realize_item", where={"template": "closest_choice"}, seed=4),
-        Fault("wrong_frame_join", "structure.tabletop_evidence", rate=rate * 2, seed=5),
+        Fault("wrong_frame_join", "structure.rendered_evidence", rate=rate * 2, seed=5),
         Fault("below_admission", "synthesize.bind_template", rate=rate, seed=6),
         Fault("systematic_wrong_answer", "synthesize.bind_template", where={"template": "left_of_yesno"}, seed=7),
     ])

@@ -78,20 +78,43 @@ class ObjectSpec(BaseModel):
     scale: float
     xy: list[float]
     yaw: float
+    z: float | None = Field(None, description="drop height; the layout's support height when absent")
+    roll: float = Field(0.0, description="initial roll: objects dropped on their side settle lying down")
+
+
+class BodySpec(BaseModel):
+    """A static or robot body of the scene: furniture, trays, the embodiment itself."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    category: str
+    urdf: str
+    position: list[float]
+    yaw: float = 0.0
+    scale: float = 1.0
+    fixed: bool = True
+    joints: list[float] = Field(default_factory=list)
+    rgba: list[float] | None = None
 
 
 class CameraSpec(BaseModel):
+    """A calibrated camera: orbit form (target, distance, yaw, pitch) or pose form (eye, target, up)."""
+
     model_config = ConfigDict(extra="forbid")
     index: int
     target: list[float]
-    distance: float
-    yaw: float
-    pitch: float
+    distance: float = 0.0
+    yaw: float = 0.0
+    pitch: float = 0.0
     fov: float
     width: int
     height: int
     near: float = 0.05
     far: float = 5.0
+    eye: list[float] | None = None
+    up: list[float] | None = None
+    role: str = Field("view", description="view, frame (one moment of a trajectory), top_down, forward, overview")
+    time: float | None = Field(None, description="seconds since the trajectory started, for frames")
 
 
 class SceneSpec(ArtifactContent):
@@ -103,6 +126,9 @@ class SceneSpec(ArtifactContent):
     robot: str
     objects: list[ObjectSpec]
     cameras: list[CameraSpec]
+    layout: str = "tabletop"
+    bodies: list[BodySpec] = Field(default_factory=list)
+    support_height: float = Field(0.626, description="height objects are dropped onto when they give no z")
 
 
 class ViewRecord(BaseModel):
@@ -116,6 +142,10 @@ class ViewRecord(BaseModel):
     camera_position: list[float]
     near: float
     far: float
+    role: str = "view"
+    time: float | None = None
+    forward: list[float] | None = Field(None, description="unit viewing direction in the world frame")
+    body_pixels: dict[str, int] = Field(default_factory=dict, description="visible pixels of each static body")
 
 
 class ObjectState(BaseModel):
@@ -128,6 +158,8 @@ class ObjectState(BaseModel):
     orientation: list[float]
     aabb_min: list[float]
     aabb_max: list[float]
+    support: str | None = Field(None, description="what the object rests on, from contact points after settling")
+    tilt_deg: float | None = Field(None, description="angle between the object's up axis and the world's")
 
 
 class SourceRecord(ArtifactContent):
@@ -139,6 +171,7 @@ class SourceRecord(ArtifactContent):
     views: list[ViewRecord]
     arrays: str = Field(description="blob hash of the HDF5 file with raw depth and segmentation per view")
     objects: list[ObjectState]
+    bodies: dict[str, str] = Field(default_factory=dict, description="static body name -> category (floor, table, tray)")
 
 
 # --- S3 ---------------------------------------------------------------------------------
@@ -163,9 +196,13 @@ class EvidenceObject(BaseModel):
     name: str
     category: str
     color: str
-    position: list[float]
-    box_3d_min: list[float]
-    box_3d_max: list[float]
+    position: list[float] | None = None
+    box_3d_min: list[float] | None = None
+    box_3d_max: list[float] | None = None
+    support: str | None = None
+    tilt_deg: float | None = None
+    attributes: dict[str, Any] = Field(default_factory=dict, description="source-specific registered facts "
+                                                                           "(label quality, ground area)")
 
 
 class EvidenceView(BaseModel):
@@ -175,6 +212,12 @@ class EvidenceView(BaseModel):
     width: int
     height: int
     camera_position: list[float] | None = None
+    role: str = "view"
+    time: float | None = None
+    forward: list[float] | None = None
+    body_pixels: dict[str, int] = Field(default_factory=dict)
+    recipe: dict[str, Any] | None = Field(None, description="how to rebuild this view from a dataset file "
+                                                            "that may not be redistributed")
 
 
 class EvidenceRecord(ArtifactContent):
@@ -185,6 +228,7 @@ class EvidenceRecord(ArtifactContent):
     views: list[EvidenceView]
     objects: list[EvidenceObject]
     facts: list[ObjectViewFact]
+    metres_per_pixel: float | None = Field(None, description="ground sampling distance of nadir images")
 
 
 # --- S4 ---------------------------------------------------------------------------------
@@ -232,13 +276,15 @@ class MediaRef(BaseModel):
     blob: str
     role: str
     label: str
+    recipe: dict[str, Any] | None = Field(None, description="rebuild instructions when the pixels may not be "
+                                                            "redistributed")
 
 
 class OEItem(ArtifactContent):
     """An Offline-EQA item: what the model sees, and the hidden key that scores it."""
 
     VISIBLE_FIELDS: ClassVar[tuple[str, ...]] = (
-        "question", "options", "media", "response_format", "question_type", "capability",
+        "question", "options", "targets", "media", "response_format", "question_type", "capability",
     )
 
     question: str
@@ -252,12 +298,13 @@ class OEItem(ArtifactContent):
     scoring: dict[str, Any]
     template: str
     binding: str
-    answer_indices: list[int] | None = Field(None, description="several correct options, or the correct order")
+    answer_indices: list[int] | None = Field(None, description="several correct options, the correct order, or each option's target")
     answer_value: float | None = Field(None, description="the numeric answer, scored with tolerance")
     evidence: str
     derivation: dict[str, Any]
     media_sources: list[str] = Field(default_factory=list, description="source RGB blobs the media were drawn from")
     option_values: list[str] = Field(default_factory=list, description="what each displayed option refers to")
+    targets: list[str] = Field(default_factory=list, description="matching items: what each option is matched to")
 
     def values(self) -> list[str]:
         return self.option_values or self.options

@@ -18,7 +18,7 @@ from forge.artifact_types import OEItem
 
 Solver = Callable[[list[tuple[str, OEItem]]], dict[str, str | None]]
 LETTERS = string.ascii_uppercase
-SINGLE = {"single_choice", "yes_no", "marked_object_choice", "multi_view_choice", "interval_choice"}
+SINGLE = {"single_choice", "yes_no", "marked_object_choice", "multi_view_choice", "interval_choice", "temporal_choice"}
 
 
 def _fold(item_id: str) -> int:
@@ -27,7 +27,7 @@ def _fold(item_id: str) -> int:
 
 def _key(it: OEItem) -> dict:
     return {"scoring": it.scoring, "options": it.options, "answer_index": it.answer_index,
-            "answer_indices": it.answer_indices, "answer_value": it.answer_value}
+            "answer_indices": it.answer_indices, "answer_value": it.answer_value, "targets": it.targets}
 
 
 def _as_response(it: OEItem, answer: str) -> str | None:
@@ -35,6 +35,11 @@ def _as_response(it: OEItem, answer: str) -> str | None:
     if it.question_type == "numeric":
         return answer
     values = it.values()
+    if it.question_type == "matching":
+        pairs = dict(p.split(" -> ") for p in answer.split("; "))
+        if set(pairs) != set(values) or not all(t in it.targets for t in pairs.values()):
+            return None
+        return ", ".join(f"{LETTERS[i]}={it.targets.index(pairs[v]) + 1}" for i, v in enumerate(values))
     if it.question_type in ("ordered_list", "multiple_choice"):
         sep = " > " if it.question_type == "ordered_list" else ", "
         parts = answer.split(sep)
@@ -66,6 +71,9 @@ def position_prior(items):
     def apply(ranked, it):
         for pos in ranked:
             idx = pos if isinstance(pos, tuple) else (pos,)
+            if it.question_type == "matching" and pos is not None and len(idx) == len(it.options) \
+                    and all(j < len(it.targets) for j in idx):
+                return ", ".join(f"{LETTERS[i]}={j + 1}" for i, j in enumerate(idx))
             if pos is not None and all(i < len(it.options) for i in idx):
                 return ", ".join(LETTERS[i] for i in idx)
         return None
@@ -104,6 +112,9 @@ def chance(it: OEItem, numeric_chance: float) -> float:
         return 1.0 / (2 ** n - 1)
     if qt == "ordered_list":
         return 1.0 / math.factorial(n)
+    if qt == "matching":  # distinct targets per option, the best a guesser can do without the media
+        m = len(it.targets)
+        return 1.0 / math.prod(range(m - n + 1, m + 1)) if m >= n else 1.0 / max(1, m) ** n
     return 1.0 / n
 
 

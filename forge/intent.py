@@ -50,7 +50,74 @@ class TabletopSource(_Strict):
     categories: list[str] | None = Field(None, description="object categories to draw from; all when absent")
 
 
-Source = Annotated[Union[TabletopSource], Field(discriminator="kind")]
+class CountRange(_Strict):
+    min: int = Field(1, ge=0, le=4)
+    max: int = Field(2, ge=0, le=4)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "CountRange":
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
+        return self
+
+
+class RoomSource(_Strict):
+    """Room-scale household scenes in pybullet seen by a mobile robot or a quadruped along its path."""
+
+    kind: Literal["pybullet_room"]
+    scenes: int | None = Field(None, ge=1, le=5000, description="scene count; derived from items when absent")
+    embodiment: Literal["husky", "laikago", "a1", "minitaur"] = "husky"
+    objects: ObjectCount = ObjectCount(min=5, max=9)
+    tables: CountRange = CountRange(min=1, max=2)
+    trays: CountRange = CountRange(min=1, max=2)
+    frames: int = Field(6, ge=2, le=8, description="frames along the camera path")
+    max_turn_deg: float = Field(100.0, ge=0.0, le=150.0, description="largest total turn of the path (at least 40 degrees, or this when smaller)")
+    lying_fraction: float = Field(0.4, ge=0.0, le=1.0, description="share of objects with an up axis dropped on their side")
+    image: ImageSize = ImageSize()
+    categories: list[str] | None = Field(None, description="object categories to draw from; all when absent")
+
+    @property
+    def views(self) -> int:
+        return self.frames
+
+
+class GroundSource(_Strict):
+    """Ground layouts in pybullet seen from a drone (top-down) or a vehicle (forward, plus an overview)."""
+
+    kind: Literal["pybullet_ground"]
+    scenes: int | None = Field(None, ge=1, le=5000, description="scene count; derived from items when absent")
+    embodiment: Literal["uav", "racecar"] = "uav"
+    objects: ObjectCount = ObjectCount(min=6, max=10)
+    frames: int = Field(4, ge=2, le=8, description="frames along the flight or drive")
+    max_turn_deg: float = Field(40.0, ge=0.0, le=120.0)
+    altitude_m: tuple[float, float] = Field((7.0, 9.0), description="drone altitude range in metres")
+    image: ImageSize = ImageSize()
+    categories: list[str] | None = Field(None, description="object categories to draw from; all when absent")
+
+    @property
+    def views(self) -> int:
+        return self.frames + (1 if self.embodiment == "racecar" else 0)
+
+
+class ImageFolderSource(_Strict):
+    """Real images in a folder, read through an adapter that registers what it can."""
+
+    kind: Literal["image_folder"]
+    adapter: Literal["dota", "frames"]
+    root: str = Field(description="dataset folder, relative to the intent file")
+    tile: int = Field(600, ge=128, le=4096, description="DOTA: tile size in pixels (images are split like DOTA_devkit)")
+    tile_overlap: int = Field(100, ge=0, le=1024)
+    scenes: int | None = Field(None, ge=1, description="ignored: the folder decides the unit count")
+    media: Literal["auto", "copy", "reference"] = Field(
+        "auto", description="copy pixels into the package, or only reference the dataset files; auto follows "
+                            "the adapter's licence (DOTA images are never copied)")
+
+    @property
+    def views(self) -> int:
+        return 1
+
+
+Source = Annotated[Union[TabletopSource, RoomSource, GroundSource, ImageFolderSource], Field(discriminator="kind")]
 
 
 class OESpec(_Strict):
@@ -199,7 +266,7 @@ def _format_validation(path: Path, exc: ValidationError, lines: dict[tuple[Any, 
     return "\n".join(out)
 
 
-_SOURCE_KINDS = {"pybullet_tabletop"}
+_SOURCE_KINDS = {"pybullet_tabletop", "pybullet_room", "pybullet_ground", "image_folder"}
 
 
 def _nearest_line(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int:

@@ -104,7 +104,9 @@ def validate(nodes: list[WorkflowNode]) -> Workflow:
 
 def _node_params(role: str, loaded: LoadedIntent) -> dict[str, Any]:
     if role == "blueprint":
-        return {"intent": loaded.raw}
+        # Folder sources are read relative to the intent; simulated ones do not depend on where it lies.
+        folders = any(s.kind == "image_folder" for s in loaded.intent.sources)
+        return {"intent": loaded.raw, **({"base_dir": str(loaded.path.parent)} if folders else {})}
     return {}
 
 
@@ -112,9 +114,9 @@ def template_fanout(loaded: LoadedIntent) -> list[dict[str, Any]]:
     """One parameter set per template file of the source's family plus the user's folders."""
     from forge_skills.template_library import template_refs
 
-    family = descriptor(loaded.intent.sources[0].kind).templates
+    families = descriptor(loaded.intent.sources[0].kind).templates
     extra = [loaded.resolve(d) for d in loaded.intent.templates_dirs]
-    refs = template_refs(family, extra)
+    refs = template_refs(families, extra)
     return [{"template": name, "label": label} for name, (label, _path) in sorted(refs.items())]
 
 

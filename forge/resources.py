@@ -25,7 +25,9 @@ class ResourceDescriptor(BaseModel):
     fields: dict[str, str]
     operations: dict[str, str]
     workflow: dict[str, str]
-    templates: str
+    templates: list[str] = Field(description="template families (folders of the built-in library) this source serves")
+    licence: dict[str, Any] = Field(default_factory=lambda: {"redistribute": True},
+                                    description="whether collected pixels may be copied into a package, and why")
     scale: dict[str, str] = Field(description="parameter: the plan skill's unit index; field: the source's unit count")
 
     def available(self) -> tuple[bool, str]:
@@ -46,6 +48,8 @@ def descriptors() -> dict[str, ResourceDescriptor]:
         raw = yaml.safe_load(path.read_text())
         if not isinstance(raw, dict) or "kind" not in raw or "workflow" not in raw:
             continue  # data files such as object catalogues live beside descriptors
+        if isinstance(raw.get("templates"), str):
+            raw["templates"] = [raw["templates"]]
         try:
             d = ResourceDescriptor.model_validate(raw)
         except ValidationError as exc:

@@ -2,7 +2,7 @@
 
 A skill is a plain function with a small decorator::
 
-    @skill("structure.tabletop_evidence", stage="S3")
+    @skill("structure.rendered_evidence", stage="S3")
     def tabletop_evidence(ctx: SkillContext, source: SourceRecord) -> list[EvidenceRecord]:
         ...
 

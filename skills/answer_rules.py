@@ -62,6 +62,17 @@ class FactTable:
     def visible(self, view: int, min_pixels: int) -> list[str]:
         return [o for o in self.objects if self.fact(o, view).visible_pixels >= min_pixels]
 
+    def frames(self) -> list[int]:
+        """Views that are moments of a trajectory, in time order (overviews excluded)."""
+        timed = [v for v in self.evidence.views if v.time is not None and v.role != "overview"]
+        return [v.index for v in sorted(timed, key=lambda v: (v.time, v.index))]
+
+    def view(self, index: int):
+        return next(v for v in self.evidence.views if v.index == index)
+
+    def views_with_role(self, roles: list[str] | None) -> list[int]:
+        return [v.index for v in self.evidence.views if roles is None or v.role in roles]
+
 
 Derivation = tuple[str | None, dict[str, Any]]
 
@@ -452,6 +463,13 @@ RULES: dict[str, Rule] = {
         Rule("grounding", _grounding_candidates, _grounding_derive, ("target", "marked"), ("grounding_choice",)),
     )
 }
+
+
+def register(rule: Rule) -> Rule:
+    if rule.name in RULES:
+        raise ValueError(f"answer rule {rule.name!r} is registered twice")
+    RULES[rule.name] = rule
+    return rule
 
 
 def rule_for(template: dict[str, Any]) -> Rule:

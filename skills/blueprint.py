@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -19,6 +20,7 @@ ITEMS_PER_VIEW_ESTIMATE = 6.0
 
 class BlueprintParams(BaseModel):
     intent: dict[str, Any]
+    base_dir: str | None = None
 
 
 @skill("blueprint.from_intent", stage="S1", params=BlueprintParams)
@@ -31,7 +33,14 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
     for src in intent.sources:
         entry = src.model_dump(mode="json")
         entry["scenes_given"] = entry.get("scenes") is not None
-        if entry.get("scenes") is None:
+        if src.kind == "image_folder":
+            from forge_resources.image_folder import adapter_for
+
+            root = Path(ctx.params.base_dir or ".") / src.root
+            entry["root"] = str(root.resolve())
+            entry["scenes"] = len(adapter_for(src.adapter).units(root, entry))
+            entry["scenes_given"] = True  # the folder decides; more units cannot be made
+        elif entry.get("scenes") is None:
             entry["scenes"] = max(2, math.ceil(oe.items / (src.views * ITEMS_PER_VIEW_ESTIMATE)))
         sources.append(entry)
     return [Blueprint(

@@ -15,6 +15,7 @@ from forge.contracts import CheckContext, Outcome, check
 from forge.vocabulary import CAPABILITIES, QUESTION_TYPES
 from forge_skills import oe_scorer
 from forge_skills.answer_rules import RULES, derive
+from forge_skills.rules_scene import plural
 
 # -- blueprint ------------------------------------------------------------------------------
 
@@ -43,6 +44,10 @@ def blueprint_complete(bp: Blueprint, ctx: CheckContext) -> Outcome:
 # -- scenes and sources ---------------------------------------------------------------------
 
 
+# Half-extents (x, y) in metres where a layout may place objects.
+LAYOUT_BOUNDS = {"tabletop": (0.7, 0.45), "room": (3.5, 3.5), "ground": (5.0, 5.0)}
+
+
 @check("scene_well_formed")
 def scene_well_formed(scene: SceneSpec, ctx: CheckContext) -> Outcome:
     """Object names are unique, at least two cameras, placements on the table."""
@@ -54,7 +59,13 @@ def scene_well_formed(scene: SceneSpec, ctx: CheckContext) -> Outcome:
         problems.append("fewer than two camera views")
     if len({c.index for c in scene.cameras}) != len(scene.cameras):
         problems.append("duplicate camera indices")
-    problems += [f"{o.name} placed off the table" for o in scene.objects if abs(o.xy[0]) > 0.7 or abs(o.xy[1]) > 0.45]
+    bounds = LAYOUT_BOUNDS.get(scene.layout)
+    if bounds is None:
+        problems.append(f"unknown layout {scene.layout!r}")
+    else:
+        where = "on the table" if scene.layout == "tabletop" else "in the scene area"
+        problems += [f"{o.name} is not placed {where}" for o in scene.objects
+                     if abs(o.xy[0]) > bounds[0] or abs(o.xy[1]) > bounds[1]]
     return Outcome(not problems, "; ".join(problems))
 
 
@@ -93,6 +104,8 @@ def evidence_consistent(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
     problems = []
     objects = {o.name for o in ev.objects}
     views = {v.index: v for v in ev.views}
+    src = ctx.load(ev.source) if hasattr(ctx, "load") else None
+    v_far = {v.index: v.far for v in src.views} if src is not None and hasattr(src, "views") else {}
     pairs = {(f.object, f.view) for f in ev.facts}
     if pairs != {(o, v) for o in objects for v in views} or len(pairs) != len(ev.facts):
         problems.append("facts do not cover every (object, view) exactly once")
@@ -107,7 +120,7 @@ def evidence_consistent(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
                 problems.append(f"{f.object}@{f.view}: 2D box outside the image")
             elif f.visible_pixels > (x1 - x0 + 1) * (y1 - y0 + 1):
                 problems.append(f"{f.object}@{f.view}: more visible pixels than box area")
-            if f.median_depth is None or not (0.0 < f.median_depth < 10.0):
+            if f.median_depth is None or not (0.0 < f.median_depth <= v_far.get(f.view, 10.0)):
                 problems.append(f"{f.object}@{f.view}: implausible median depth {f.median_depth}")
         elif f.bbox_2d is not None or f.median_depth is not None:
             problems.append(f"{f.object}@{f.view}: box or depth without visible pixels")
@@ -147,14 +160,17 @@ def evidence_traceable(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
 
 # -- templates and bindings -----------------------------------------------------------------
 
-SCORING_PROTOCOLS = {"exact_choice", "yes_no", "set_match", "ordered_list", "interval", "numeric"}
+SCORING_PROTOCOLS = {"exact_choice", "yes_no", "set_match", "ordered_list", "interval", "numeric", "matching"}
 OPTION_KINDS = {"objects": {"single_choice", "multiple_choice", "ordered_list"}, "yes_no": {"yes_no"},
-                "labels": {"marked_object_choice", "grounding_choice"}, "views": {"multi_view_choice"},
-                "none": {"numeric"}, "intervals": {"interval_choice"}, "fixed": {"single_choice"}}
+                "labels": {"marked_object_choice", "grounding_choice"}, "views": {"multi_view_choice", "temporal_choice"},
+                "none": {"numeric"}, "intervals": {"interval_choice"}, "fixed": {"single_choice"},
+                "frames": {"temporal_choice"}, "matching": {"matching"}}
 PROTOCOL_OF = {"single_choice": "exact_choice", "marked_object_choice": "exact_choice",
                "multi_view_choice": "exact_choice", "yes_no": "yes_no", "multiple_choice": "set_match",
                "ordered_list": "ordered_list", "interval_choice": "interval", "numeric": "numeric",
-               "grounding_choice": "exact_choice"}
+               "grounding_choice": "exact_choice", "temporal_choice": "exact_choice", "matching": "matching"}
+LAYOUTS = {"single_view": "view", "multi_view": "scene", "frames": "scene", "first_last": "scene",
+           "top_down_forward": "scene"}
 
 
 @check("template_declares")
@@ -186,12 +202,12 @@ def template_declares(t: Template, ctx: CheckContext) -> Outcome:
         fields = {f for _, f, _, _ in string.Formatter().parse(text) if f}
         if not fields <= set(t.slots):
             problems.append(f"realization uses undeclared slots {sorted(fields - set(t.slots))}")
-    if t.media.get("layout") not in ("single_view", "multi_view"):
+    if t.media.get("layout") not in LAYOUTS:
         problems.append(f"unknown media layout {t.media.get('layout')!r}")
     if kind == "fixed" and len(set(t.options.get("values") or [])) < 2:
         problems.append("fixed options need two or more distinct values")
-    if (t.media.get("layout") == "multi_view") != (t.scope == "scene"):
-        problems.append("multi-view media needs scene scope and vice versa")
+    elif LAYOUTS[t.media["layout"]] != t.scope:
+        problems.append(f"{t.media['layout']} media needs {LAYOUTS[t.media['layout']]} scope")
     return Outcome(not problems, "; ".join(problems))
 
 
@@ -226,9 +242,11 @@ def binding_references(b: Binding, ctx: CheckContext) -> Outcome:
     names = {o.name for o in ev.objects}
     views = {v.index for v in ev.views}
     missing: list[Any] = []
+    categories = {plural(o.category) for o in ev.objects}
     for slot, value in b.slots.items():
         values = value if isinstance(value, list) else [value]
-        pool = views if tpl.slots.get(slot, {}).get("kind") == "view_pair" else names
+        kind = tpl.slots.get(slot, {}).get("kind")
+        pool = views if kind in ("view_pair", "view") else categories if kind == "category" else names
         missing += [v for v in values if v not in pool]
     bad_view = b.view is not None and b.view not in views
     return Outcome(not missing and not bad_view, f"unknown objects or views {missing}" if missing else
@@ -254,6 +272,12 @@ def item_answer_in_options(item: OEItem, ctx: CheckContext) -> Outcome:
         problems.append("duplicate options")
     if len(values) != len(item.options):
         problems.append("option values and displayed options differ in number")
+    elif qt == "matching":
+        idx = item.answer_indices or []
+        if len(idx) != len(values) or not all(0 <= j < len(item.targets) for j in idx):
+            problems.append("every option needs one target")
+        elif "; ".join(sorted(f"{values[i]} -> {item.targets[j]}" for i, j in enumerate(idx))) != item.answer:
+            problems.append("the matching does not match the key")
     elif qt in ("multiple_choice", "ordered_list"):
         idx = item.answer_indices or []
         if not idx or len(set(idx)) != len(idx) or not all(0 <= i < len(values) for i in idx):
@@ -290,6 +314,8 @@ def _gold_response(item: OEItem) -> str | None:
         return None if item.answer_value is None else f"{item.answer_value:g}"
     if item.question_type in ("multiple_choice", "ordered_list"):
         return ", ".join(letters[i] for i in item.answer_indices or [])
+    if item.question_type == "matching":
+        return ", ".join(f"{letters[i]}={j + 1}" for i, j in enumerate(item.answer_indices or []))
     return None if item.answer_index is None else letters[item.answer_index]
 
 
@@ -298,6 +324,10 @@ def _wrong_responses(item: OEItem) -> list[str]:
     if item.question_type == "numeric":
         v = item.answer_value or 0.0
         return [f"{v * 3 + 50:g}", f"{-abs(v) - 10:g}"]
+    if item.question_type == "matching":
+        idx = list(item.answer_indices or [])
+        shifted = [(j + 1) % max(1, len(item.targets)) for j in idx]
+        return [", ".join(f"{letters[i]}={j + 1}" for i, j in enumerate(shifted))]
     if item.question_type in ("multiple_choice", "ordered_list"):
         idx = list(item.answer_indices or [])
         wrong = [list(reversed(idx))] if item.question_type == "ordered_list" else \
@@ -310,7 +340,7 @@ def _wrong_responses(item: OEItem) -> list[str]:
 def item_scorer_executes(item: OEItem, ctx: CheckContext) -> Outcome:
     """The scorer gives 1 to the key, 0 to wrong responses and to junk."""
     key = {"scoring": item.scoring, "options": item.options, "answer_index": item.answer_index,
-           "answer_indices": item.answer_indices, "answer_value": item.answer_value}
+           "answer_indices": item.answer_indices, "answer_value": item.answer_value, "targets": item.targets}
     gold = _gold_response(item)
     if gold is None:
         return Outcome(False, "no answer to score")
@@ -347,6 +377,10 @@ def item_no_leakage(item: OEItem, ctx: CheckContext) -> Outcome:
 def media_processed_rgb(item: OEItem, ctx: CheckContext, min_colors: int = 48) -> Outcome:
     """Every visible medium is a decodable RGB image, not a raw depth or segmentation map."""
     problems = []
+    # A flat rendered scene (bare floor and sky) can have few colours itself: the bar is the
+    # lower of ``min_colors`` and half the colours of the richest source image.
+    sources = [_media_stats(ctx.store.blob_path(b))[2] for b in item.media_sources if ctx.store.has_blob(b)]
+    min_colors = min(min_colors, max(2, max(sources, default=min_colors) // 2))
     for m in item.media:
         mode, grey, colors = _media_stats(ctx.store.blob_path(m.blob))
         if mode != "RGB":

@@ -58,3 +58,29 @@ def panel(images: list[np.ndarray], labels: list[str]) -> np.ndarray:
         _label(draw, (x + 6, 5), label, size)
         x += img.shape[1] + PANEL_GAP
     return np.asarray(canvas)
+
+
+def path_plot(path: list[list[float]], size: int) -> np.ndarray:
+    """The camera path seen from above: a line through the frame positions, a dot at the start
+    and an arrow head at the end, in a square of ``size`` pixels (north up, east right)."""
+    img = Image.new("RGB", (size, size), (250, 250, 245))
+    draw = ImageDraw.Draw(img)
+    pts = np.array(path, dtype=float)
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    span = float(max(hi - lo)) or 1.0
+    margin = size * 0.15
+    scale = (size - 2 * margin) / span
+    mid = (lo + hi) / 2
+    xy = [(size / 2 + (p[0] - mid[0]) * scale, size / 2 - (p[1] - mid[1]) * scale) for p in pts]
+    for step in range(0, size, max(8, size // 8)):  # a faint grid so the plot reads as a map
+        draw.line([(step, 0), (step, size)], fill=(225, 225, 220))
+        draw.line([(0, step), (size, step)], fill=(225, 225, 220))
+    draw.line(xy, fill=(20, 60, 200), width=3)
+    r = max(3, size // 40)
+    draw.ellipse((xy[0][0] - r, xy[0][1] - r, xy[0][0] + r, xy[0][1] + r), fill=(0, 150, 0))
+    (x0, y0), (x1, y1) = xy[-2], xy[-1]
+    ang = float(np.arctan2(y1 - y0, x1 - x0))
+    head = [(x1, y1), (x1 - 3 * r * np.cos(ang - 0.5), y1 - 3 * r * np.sin(ang - 0.5)),
+            (x1 - 3 * r * np.cos(ang + 0.5), y1 - 3 * r * np.sin(ang + 0.5))]
+    draw.polygon(head, fill=(200, 30, 30))
+    return np.asarray(img)

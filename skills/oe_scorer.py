@@ -87,6 +87,34 @@ def kendall_tau(order: list[int], truth: list[int]) -> float:
     return (concordant - discordant) / (n * (n - 1) / 2)
 
 
+def parse_matching(response: object, options: list[str], targets: list[str]) -> list[int] | None:
+    """One target per option: ``A=2, B=1`` / ``A: Frame 2; B: Frame 1`` or a list of target
+    numbers in option order. Every option must be matched exactly once."""
+    if response is None or not targets:
+        return None
+    if isinstance(response, (list, tuple)):
+        pairs = [(LETTERS[i], str(v)) for i, v in enumerate(response)]
+    else:
+        pairs = re.findall(r"([A-Za-z])\s*(?:=|:|->|-)\s*([^,;\n]+)", str(response))
+    lowered = [normalize(t) for t in targets]
+    got: dict[int, int] = {}
+    for letter, target in pairs:
+        i = LETTERS.find(letter.upper())
+        t = normalize(target)
+        if t in lowered:
+            j = lowered.index(t)
+        elif re.fullmatch(r"\d+", t) and 1 <= int(t) <= len(targets):
+            j = int(t) - 1
+        else:
+            return None
+        if not 0 <= i < len(options) or i in got:
+            return None
+        got[i] = j
+    if len(got) != len(options):
+        return None
+    return [got[i] for i in range(len(options))]
+
+
 def parse(key: dict, response: object):
     """The response as the protocol reads it, or None when it is invalid."""
     protocol = key["scoring"]["protocol"]
@@ -108,6 +136,8 @@ def parse(key: dict, response: object):
         return None
     if protocol == "numeric":
         return parse_number(response)
+    if protocol == "matching":
+        return parse_matching(response, options, key.get("targets") or [])
     raise ValueError(f"unknown scoring protocol {protocol!r}")
 
 
@@ -121,7 +151,7 @@ def score_item(key: dict, response: object) -> float:
         return 1.0 if got == key["answer_index"] else 0.0
     if protocol == "set_match":
         return 1.0 if set(got) == set(key["answer_indices"]) else 0.0
-    if protocol == "ordered_list":
+    if protocol in ("ordered_list", "matching"):
         return 1.0 if list(got) == list(key["answer_indices"]) else 0.0
     truth = float(key["answer_value"])
     tol = max(float(key["scoring"].get("abs_tol", 0.0)), float(key["scoring"].get("rel_tol", 0.0)) * abs(truth))
@@ -129,10 +159,15 @@ def score_item(key: dict, response: object) -> float:
 
 
 def secondary(key: dict, response: object) -> dict:
-    """Partial-credit metrics reported beside the score (Kendall tau for orderings)."""
-    if key["scoring"]["protocol"] != "ordered_list":
-        return {}
+    """Partial-credit metrics reported beside the score (Kendall tau for orderings, the share of
+    correct pairs for matchings)."""
+    protocol = key["scoring"]["protocol"]
     got = parse(key, response)
+    if protocol == "matching":
+        truth = key["answer_indices"]
+        return {"pairs_correct": sum(a == b for a, b in zip(got, truth)) / len(truth) if got else 0.0}
+    if protocol != "ordered_list":
+        return {}
     return {"kendall_tau": kendall_tau(got, key["answer_indices"]) if got else -1.0}
 
 
@@ -144,6 +179,8 @@ def score_all(answers: dict[str, dict], predictions: dict[str, object]) -> dict:
             groups[g].setdefault(answers[iid].get(g, "?"), []).append(s)
     taus = [secondary(key, predictions.get(iid))["kendall_tau"] for iid, key in answers.items()
             if key["scoring"]["protocol"] == "ordered_list"]
+    pairs = [secondary(key, predictions.get(iid))["pairs_correct"] for iid, key in answers.items()
+             if key["scoring"]["protocol"] == "matching"]
     n = len(per_item)
     return {
         "items": n,
@@ -151,6 +188,7 @@ def score_all(answers: dict[str, dict], predictions: dict[str, object]) -> dict:
         "invalid": sum(1 for iid, key in answers.items() if iid in predictions and parse(key, predictions[iid]) is None),
         "accuracy": (sum(per_item.values()) / n) if n else 0.0,
         **({"mean_kendall_tau": sum(taus) / len(taus)} if taus else {}),
+        **({"mean_pairs_correct": sum(pairs) / len(pairs)} if pairs else {}),
         **{f"by_{g}": {k: sum(v) / len(v) for k, v in sorted(d.items())} for g, d in groups.items()},
         "per_item": per_item,
     }

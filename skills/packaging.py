@@ -39,7 +39,7 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
         visible = {f: getattr(item, f) for f in OEItem.VISIBLE_FIELDS if f != "media"}
         item_rows.append({"id": iid, **visible, "media": media_paths})
         answer_rows.append({"id": iid, "answer": item.answer, "answer_index": item.answer_index,
-                            "answer_indices": item.answer_indices, "answer_value": item.answer_value,
+                            "answer_indices": item.answer_indices, "answer_value": item.answer_value, "targets": item.targets,
                             "options": item.options, "scoring": item.scoring, "capability": item.capability,
                             "question_type": item.question_type, "template": item.template})
     composition = _composition(blueprint, [it for _, it in selected])

@@ -12,7 +12,7 @@ from forge.gates import slot_objects
 from forge.keys import file_digest
 from forge.skills import Output, SkillContext, skill
 from forge_skills.answer_rules import Candidate, FactTable, rule_for
-from forge_skills.media import draw_markers, panel
+from forge_skills.media import draw_markers, panel, path_plot
 from forge_skills.template_library import read_template, resolve_label
 
 RESPONSE_FORMATS = {
@@ -25,7 +25,10 @@ RESPONSE_FORMATS = {
     "interval_choice": "Answer with the letter of the interval that contains the value.",
     "numeric": "Answer with a single number.",
     "grounding_choice": "Answer with the label of the marked object.",
+    "temporal_choice": "Answer with the letter of the correct moment.",
+    "matching": "Match every lettered option to one target, e.g. A=2, B=1, C=3 (targets by number).",
 }
+SCENE_LAYOUTS = ("multi_view", "frames", "first_last", "top_down_forward")
 
 
 class TemplateParams(BaseModel):
@@ -51,7 +54,9 @@ def load_template(ctx: SkillContext, blueprint: Blueprint) -> list[Template]:
 
 
 def _applies(template: Template, evidence: EvidenceRecord) -> bool:
-    return template.scope == "view" or len(evidence.views) >= 2
+    roles = template.admission.get("view_roles")
+    views = [v for v in evidence.views if roles is None or v.role in roles]
+    return bool(views) and (template.scope == "view" or len(evidence.views) >= 2)
 
 
 @skill("synthesize.bind_template", stage="S4", applies=_applies)
@@ -60,7 +65,8 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
     tpl = template.model_dump()
     rule = rule_for(tpl)
     ft = FactTable(evidence)
-    views: list[int | None] = list(ft.views) if template.scope == "view" else [None]
+    views: list[int | None] = ft.views_with_role(template.admission.get("view_roles")) \
+        if template.scope == "view" else [None]
     outputs = []
     for view in views:
         chosen = _select(rule.candidates(ft, view, tpl), template.max_per_evidence, ctx.rng,
@@ -87,7 +93,7 @@ def _select(cands: list[Candidate], k: int, rng, balance_yes_no: bool) -> list[C
     order = rng.permutation(len(cands)) if cands else []
     for i in order:
         c = cands[int(i)]
-        key = tuple(sorted(slot_objects(c.slots)))
+        key = tuple(sorted(map(str, slot_objects(c.slots))))
         unique.setdefault(key, c)
     groups: dict[str, list[Candidate]] = {}
     for c in unique.values():
@@ -110,7 +116,25 @@ def _select(cands: list[Candidate], k: int, rng, balance_yes_no: bool) -> list[C
 
 def _presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, view: int | None,
                   cand: Candidate) -> dict[str, Any]:
-    if template.media.get("layout") == "multi_view":
+    layout = template.media.get("layout", "single_view")
+    extra: dict[str, Any] = {}
+    if layout == "frames":
+        media = [{"view": i, "rgb": ft.view(i).rgb, "label": f"Frame {k + 1}"} for k, i in enumerate(ft.frames())]
+        extra["frame_labels"] = [m["label"] for m in media]
+    elif layout == "first_last":
+        frames = ft.frames()
+        media = [{"view": frames[0], "rgb": ft.view(frames[0]).rgb, "label": "First frame"},
+                 {"view": frames[-1], "rgb": ft.view(frames[-1]).rgb, "label": "Last frame"}]
+        if template.media.get("path_plot"):
+            extra["path"] = [ft.view(i).camera_position[:2] for i in frames]
+    elif layout == "top_down_forward":
+        overview = ft.views_with_role(["overview"])[0]
+        frame = cand.slots["frame"]
+        media = [{"view": overview, "rgb": ft.view(overview).rgb, "label": "Top-down view"},
+                 {"view": frame, "rgb": ft.view(frame).rgb, "label": "Forward view"}]
+        f = ft.fact(cand.slots["object"], overview)
+        extra["view_markers"] = {"0": [{"label": "A", "object": cand.slots["object"], "bbox": f.bbox_2d}]}
+    elif layout == "multi_view":
         shown = [next(v for v in evidence.views if v.index == i) for i in cand.slots["pair"]] \
             if "pair" in cand.slots else list(evidence.views)
         media = [{"view": v.index, "rgb": v.rgb, "label": f"View {i + 1}"} for i, v in enumerate(shown)]
@@ -125,8 +149,8 @@ def _presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, v
             markers.append({"label": label, "object": name, "bbox": f.bbox_2d})
     return {
         "realizations": template.realizations, "options": template.options, "media": media, "markers": markers,
-        "layout": template.media.get("layout", "single_view"), "question_type": template.question_type,
-        "capability": template.capability, "scoring": template.scoring,
+        "layout": layout, "question_type": template.question_type,
+        "capability": template.capability, "scoring": template.scoring, **extra,
     }
 
 
@@ -166,6 +190,15 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
         options = list(pres["options"].get("labels", ["A", "B"]))
     elif kind == "views":
         options = [m["label"] for m in pres["media"]]
+    elif kind == "frames":
+        options = list(pres["frame_labels"])
+    elif kind == "matching":
+        objs = sorted(binding.slots["objects"])
+        options = _nth_permutation(objs, binding.position_seed + binding.variant)
+        pairs = dict(part.split(" -> ") for part in binding.answer.split("; "))
+        targets = list(pres["frame_labels"])
+        extra["targets"] = targets
+        extra["answer_indices"] = [targets.index(pairs[o]) for o in options]
     else:
         raise ValueError(f"template {binding.template!r}: unknown option kind {kind!r}")
     media = _media(ctx, pres)
@@ -202,12 +235,19 @@ _PANELS: dict[tuple, str] = {}
 
 def _media(ctx: SkillContext, pres: dict[str, Any]) -> list[MediaRef]:
     sources = pres["media"]
-    if pres["layout"] == "multi_view":
-        key = tuple((m["rgb"], m["label"]) for m in sources)
+    if pres["layout"] in SCENE_LAYOUTS:
+        path = pres.get("path")
+        markers = pres.get("view_markers") or {}
+        key = (tuple((m["rgb"], m["label"]) for m in sources), repr(path), repr(markers))
         blob = _PANELS.get(key)
         if blob is None or not ctx.store.has_blob(blob):
             images = [ctx.get_image(m["rgb"]) for m in sources]
-            blob = _PANELS[key] = ctx.put_png(panel(images, [m["label"] for m in sources]))
+            images = [draw_markers(img, markers[str(i)]) if str(i) in markers else img for i, img in enumerate(images)]
+            labels = [m["label"] for m in sources]
+            if path:
+                images.append(path_plot(path, images[0].shape[0]))
+                labels.append("Path from above")
+            blob = _PANELS[key] = ctx.put_png(panel(images, labels))
         return [MediaRef(blob=blob, role="views", label=", ".join(m["label"] for m in sources))]
     src = sources[0]
     if pres["markers"]:

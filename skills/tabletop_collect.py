@@ -1,14 +1,17 @@
-"""S2: plan seeded tabletop scenes and collect calibrated views of them in pybullet."""
+"""S2: plan seeded tabletop scenes (an arm beside a table, objects on it, an orbit of cameras)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
-from forge.artifact_types import Blueprint, CameraSpec, ObjectSpec, SceneSpec, SourceRecord, ViewRecord
-from forge.keys import digest
+from forge.artifact_types import Blueprint, BodySpec, CameraSpec, SceneSpec
 from forge.skills import SkillContext, skill
-from forge_resources.pybullet_tabletop import TABLE_TARGET, TabletopSimulator, catalogue, intrinsics
+from forge_resources.pybullet_sim import catalogue, catalogue_path
+from forge_skills.scene_layout import check_categories, make_object, pick_objects, placements, scene_seed
 
+TABLE_TOP_Z = 0.626
+TABLE_TARGET = (0.1, 0.0, 0.68)
+ARM_BASE = (-0.62, 0.0, TABLE_TOP_Z)
 # Where objects may stand on the table (metres, world frame); the arm stands at x = -0.62.
 AREA_X = (-0.30, 0.45)
 AREA_Y = (-0.36, 0.36)
@@ -19,7 +22,11 @@ class SceneParams(BaseModel):
     scene_index: int
 
 
-@skill("collect.plan_tabletop_scenes", stage="S2", params=SceneParams)
+def _catalogue_file(params: dict) -> dict[str, str]:
+    return {"catalogue": catalogue_path()}
+
+
+@skill("collect.plan_tabletop_scenes", stage="S2", params=SceneParams, reads=_catalogue_file)
 def plan_tabletop_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneSpec]:
     """One seeded scene specification: objects, placements and a camera rig.
 
@@ -30,42 +37,19 @@ def plan_tabletop_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneS
     cat = catalogue()
     src = next(s for s in blueprint.sources if s["kind"] == "pybullet_tabletop")
     index = ctx.params.scene_index
-    categories = src.get("categories") or sorted(cat["categories"])
-    unknown = sorted(set(categories) - set(cat["categories"]))
-    if unknown:
-        raise ValueError(f"unknown object categories {unknown}; known: {sorted(cat['categories'])}")
-    colors = sorted(cat["colors"])
-    seed = int(digest(blueprint.seed, blueprint.name, index, length=12), 16)
+    categories = check_categories(src.get("categories"), cat, "tabletop")
+    seed = scene_seed(blueprint.seed, blueprint.name, index, "tabletop")
     rng = np.random.default_rng(seed)
     n = int(rng.integers(src["objects"]["min"], src["objects"]["max"] + 1))
-    # A few categories per scene, several colours each: repeated categories make counting
-    # and same-kind comparisons possible.
-    kinds = [categories[int(i)] for i in rng.permutation(len(categories))[: max(2, min(len(categories), (n + 1) // 2))]]
-    combos = [(c, k) for k in kinds for c in colors]
-    picks = rng.choice(len(combos), size=min(n, len(combos)), replace=False)
-    objects = []
-    for (x, y), pick in zip(_placements(rng, len(picks)), picks):
-        color, category = combos[int(pick)]
-        entry = cat["categories"][category]
-        objects.append(ObjectSpec(name=f"{color} {category}", category=category, color=color,
-                                  rgba=cat["colors"][color], urdf=entry["urdf"], scale=entry["scale"],
-                                  xy=[round(x, 4), round(y, 4)], yaw=round(float(rng.uniform(0, 6.283)), 4)))
+    picks = pick_objects(rng, cat, categories, n, "tabletop")
+    objects = [make_object(cat, color, category, "tabletop", x, y, float(rng.uniform(0, 6.283)))
+               for (x, y), (color, category) in zip(placements(rng, len(picks), AREA_X, AREA_Y, MIN_SEPARATION), picks)]
+    robot = cat["robots"][src["robot"]]
+    bodies = [BodySpec(name="table", category="table", urdf="table/table.urdf", position=[0, 0, 0]),
+              BodySpec(name="arm", category="robot", urdf=robot["urdf"], position=list(ARM_BASE), joints=robot["home"])]
     cameras = _camera_rig(rng, src["views"], src["image"]["width"], src["image"]["height"])
-    return [SceneSpec(source_kind=src["kind"], scene_index=index, seed=seed, robot=src["robot"],
-                      objects=objects, cameras=cameras)]
-
-
-def _placements(rng, n: int) -> list[tuple[float, float]]:
-    points: list[tuple[float, float]] = []
-    attempts = 0
-    while len(points) < n and attempts < 5000:
-        attempts += 1
-        x, y = float(rng.uniform(*AREA_X)), float(rng.uniform(*AREA_Y))
-        if all((x - a) ** 2 + (y - b) ** 2 >= MIN_SEPARATION ** 2 for a, b in points):
-            points.append((x, y))
-    if len(points) < n:
-        raise ValueError(f"could not place {n} objects {MIN_SEPARATION} m apart on the table")
-    return points
+    return [SceneSpec(source_kind=src["kind"], scene_index=index, seed=seed, robot=src["robot"], objects=objects,
+                      cameras=cameras, layout="tabletop", bodies=bodies, support_height=TABLE_TOP_Z)]
 
 
 def _camera_rig(rng, views: int, width: int, height: int) -> list[CameraSpec]:
@@ -79,22 +63,3 @@ def _camera_rig(rng, views: int, width: int, height: int) -> list[CameraSpec]:
                                distance=round(float(rng.uniform(0.45, 0.8)), 4), yaw=round(yaw, 3),
                                pitch=round(float(rng.uniform(-52, -28)), 3), fov=45.0, width=width, height=height))
     return cams
-
-
-@skill("collect.render_tabletop", stage="S2", requires=("pybullet",), parallel=True)
-def render_tabletop(ctx: SkillContext, scene: SceneSpec) -> list[SourceRecord]:
-    """Load the scene in pybullet, settle it, and render RGB, depth and segmentation per view."""
-    views, arrays = [], {}
-    with TabletopSimulator() as sim:
-        sim.reset_to_scene(scene)
-        objects = sim.read_state(scene)
-        for cam in scene.cameras:
-            rgb, depth, seg = sim.render_view(cam)
-            view, _proj, cam_pos = sim.camera_matrices(cam)
-            arrays[f"depth_{cam.index}"] = depth
-            arrays[f"seg_{cam.index}"] = seg
-            views.append(ViewRecord(index=cam.index, rgb=ctx.put_png(rgb), width=cam.width, height=cam.height,
-                                    intrinsics=intrinsics(cam), view_matrix=[round(v, 8) for v in view],
-                                    camera_position=[round(v, 6) for v in cam_pos], near=cam.near, far=cam.far))
-    return [SourceRecord(source_kind=scene.source_kind, simulator="pybullet", scene_index=scene.scene_index,
-                         views=views, arrays=ctx.put_arrays(arrays), objects=objects)]

@@ -42,12 +42,17 @@ def builtin_root() -> Path:
     return Path(str(importlib.resources.files("forge_templates")))
 
 
-def template_refs(family: str, extra_dirs: list[Path]) -> dict[str, tuple[str, Path]]:
-    """Template id -> (stable label, path) for a family plus the user's folders."""
+def template_refs(families: list[str], extra_dirs: list[Path]) -> dict[str, tuple[str, Path]]:
+    """Template id -> (stable label, path) for the source's families plus the user's folders."""
     found: dict[str, tuple[str, Path]] = {}
-    root = builtin_root() / family
-    for path in sorted(root.glob("*.yaml")):
-        found[path.stem] = (f"builtin:{family}/{path.name}", path)
+    for family in families:
+        root = builtin_root() / family
+        if not root.is_dir():
+            raise DefinitionError(f"{root}: template family {family!r} not found")
+        for path in sorted(root.glob("*.yaml")):
+            if path.stem in found:
+                raise DefinitionError(f"{path}: template id {path.stem!r} is defined twice")
+            found[path.stem] = (f"builtin:{family}/{path.name}", path)
     for d in extra_dirs:
         if not d.is_dir():
             raise DefinitionError(f"{d}: template folder not found")

@@ -25,7 +25,7 @@ def test_audit_reaches_sources(built):
     assert {s["type"] for s in report["sources"]} == {"Blueprint"}
     assert any(label.startswith("template:builtin:tabletop/") for label in report["data_files"])
     source = next(x for x in report["lineage"] if x["type"] == "SourceRecord")
-    assert source["skill"] == "collect.render_tabletop" and source["code_version"]
+    assert source["skill"] == "collect.render_scene" and source["code_version"]
     for x in report["lineage"]:
         assert x["verifications"], f"{x['type']} has no verification records"
         assert x["skill"] and x["code_version"]

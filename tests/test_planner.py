@@ -29,7 +29,7 @@ def test_type_mismatch_names_both_skills_and_types(tmp_path):
         run_build(intent, tmp_path / "store", tmp_path / "out")
     msg = str(err.value)
     assert "synthesize.realize_item" in msg and "Binding" in msg
-    assert "collect.render_tabletop" in msg and "SourceRecord" in msg
+    assert "collect.render_scene" in msg and "SourceRecord" in msg
     assert not (tmp_path / "store").exists(), "composition must fail before the store is touched"
 
 

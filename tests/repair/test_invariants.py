@@ -41,7 +41,7 @@ def test_repaired_versions_pass_the_same_contracts(faulted):
 
 
 def test_evidence_is_never_edited_in_place(faulted):
-    fb = faulted(Fault("wrong_frame_join", "structure.tabletop_evidence", limit=1))
+    fb = faulted(Fault("wrong_frame_join", "structure.rendered_evidence", limit=1))
     [bad] = fb.injected
     from forge.repair import RepairLoop, RepairSettings
     from forge.contracts import ContractBook
@@ -49,7 +49,7 @@ def test_evidence_is_never_edited_in_place(faulted):
 
     with Store(fb.root / "store2") as store:
         loop = RepairLoop(store, Executor(store, ContractBook.load(), "x"), {}, RepairSettings(), "x", "g")
-        d = Diagnosis(bad, "EvidenceRecord", "EV-3", "invalid_evidence", bad, "structure.tabletop_evidence", "",
+        d = Diagnosis(bad, "EvidenceRecord", "EV-3", "invalid_evidence", bad, "structure.rendered_evidence", "",
                       "local_field_repair", 1, bad)
         with pytest.raises(RepairInvariantError, match="never edited"):
             loop._apply("local_field_repair", [d])

@@ -84,7 +84,7 @@ def test_raw_segmentation_media_reexecutes_the_media_skill(faulted, built):
 
 
 def test_wrong_frame_join_rolls_back_to_evidence_structuring(faulted, built):
-    fb = faulted(Fault("wrong_frame_join", "structure.tabletop_evidence", limit=1))
+    fb = faulted(Fault("wrong_frame_join", "structure.rendered_evidence", limit=1))
     [bad] = fb.injected
     [d] = fb.diagnoses()
     assert (d["type"], d["requirement"], d["category"], d["operator"]) == \
@@ -92,7 +92,7 @@ def test_wrong_frame_join_rolls_back_to_evidence_structuring(faulted, built):
     assert "only its descendants" in fb.store.one("SELECT scope FROM diagnoses WHERE artifact_id = ?", [bad])[0]
     [r] = fb.repairs()
     [new_evidence] = r["new"]
-    assert fb.store.runs_for_artifacts([new_evidence])[new_evidence]["skill"] == "structure.tabletop_evidence"
+    assert fb.store.runs_for_artifacts([new_evidence])[new_evidence]["skill"] == "structure.rendered_evidence"
     # Exactly the rebuilt evidence and its descendants (bindings, items) were re-created.
     descendants = fb.store.descendants([new_evidence])
     types = dict(fb.store.execute("SELECT id, type FROM artifacts").fetchall())

@@ -1,7 +1,8 @@
-"""S3: register per-object, per-view facts from the simulator's ground truth.
+"""S3: register per-object, per-view facts of a rendered scene from the simulator's ground truth.
 
 Visible pixels and 2D boxes come from the segmentation, depth from the metric depth map
-(median over the object's visible pixels), 3D boxes and poses from the simulator state.
+(median over the object's visible pixels), 3D boxes, poses, supports and tilts from the
+simulator state, camera poses and frame times from the collection record.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from forge.artifact_types import EvidenceObject, EvidenceRecord, EvidenceView, O
 from forge.skills import SkillContext, skill
 
 
-@skill("structure.tabletop_evidence", stage="S3")
-def tabletop_evidence(ctx: SkillContext, source: SourceRecord) -> list[EvidenceRecord]:
+@skill("structure.rendered_evidence", stage="S3")
+def rendered_evidence(ctx: SkillContext, source: SourceRecord) -> list[EvidenceRecord]:
     """Visible pixels, 2D box, centroid and median depth of every object in every view."""
     arrays = ctx.get_arrays(source.arrays)
     facts: list[ObjectViewFact] = []
@@ -41,12 +42,23 @@ def tabletop_evidence(ctx: SkillContext, source: SourceRecord) -> list[EvidenceR
             facts.append(fact)
     return [EvidenceRecord(
         source=ctx.input_ids["source"], scene_index=source.scene_index,
-        views=[EvidenceView(index=v.index, rgb=v.rgb, width=v.width, height=v.height,
-                            camera_position=v.camera_position) for v in source.views],
+        views=[EvidenceView(index=v.index, rgb=v.rgb, width=v.width, height=v.height, camera_position=v.camera_position,
+                            role=v.role, time=v.time, forward=v.forward, body_pixels=v.body_pixels)
+               for v in source.views],
         objects=[EvidenceObject(name=o.name, category=o.category, color=o.color, position=o.position,
-                                box_3d_min=o.aabb_min, box_3d_max=o.aabb_max) for o in source.objects],
+                                box_3d_min=o.aabb_min, box_3d_max=o.aabb_max, tilt_deg=o.tilt_deg,
+                                support=_support_kind(o.support, source.bodies),
+                                attributes={"support_body": o.support} if o.support in source.bodies else {})
+                 for o in source.objects],
         facts=facts,
     )]
+
+
+def _support_kind(support: str | None, bodies: dict[str, str]) -> str | None:
+    """The category of what the object rests on; None when unknown or ambiguous (several)."""
+    if support is None or support in ("several", "unknown"):
+        return None
+    return bodies.get(support, "object")
 
 
 def _projection(intr: dict[str, float], near: float, far: float) -> np.ndarray:

@@ -1,4 +1,6 @@
-"""pybullet tabletop adapter: build a seeded scene, let it settle, render calibrated views.
+"""pybullet scene adapter shared by the tabletop, room and ground resources: load a seeded
+scene, let it settle, read object states (pose, box, support from contacts, tilt) and render
+calibrated views.
 
 Everything runs in DIRECT mode with the CPU tiny renderer, so it works on any machine.
 Depth is converted from the OpenGL buffer to metric distance along the optical axis.
@@ -16,20 +18,19 @@ from typing import Any
 import numpy as np
 import yaml
 
-from forge.artifact_types import CameraSpec, ObjectState, SceneSpec
+from forge.artifact_types import CameraSpec, ObjectSpec, ObjectState, SceneSpec
 
-TABLE_TOP_Z = 0.626
-TABLE_TARGET = (0.1, 0.0, 0.68)
 SETTLE_STEPS = 150
+FLOOR = "floor"
 
 
 @lru_cache(maxsize=1)
 def catalogue() -> dict[str, Any]:
-    return yaml.safe_load((Path(__file__).parent / "tabletop_objects.yaml").read_text())
+    return yaml.safe_load((Path(__file__).parent / "scene_objects.yaml").read_text())
 
 
 def catalogue_path() -> str:
-    return str(Path(__file__).parent / "tabletop_objects.yaml")
+    return str(Path(__file__).parent / "scene_objects.yaml")
 
 
 def import_pybullet():
@@ -68,8 +69,8 @@ def intrinsics(cam: CameraSpec) -> dict[str, float]:
             "width": float(cam.width), "height": float(cam.height)}
 
 
-class TabletopSimulator:
-    """One pybullet physics client holding one tabletop scene."""
+class SceneSimulator:
+    """One pybullet physics client holding one scene."""
 
     def __init__(self) -> None:
         import pybullet_data
@@ -79,6 +80,7 @@ class TabletopSimulator:
         self.client = p.connect(p.DIRECT)
         p.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=self.client)
         self.bodies: dict[str, int] = {}
+        self.statics: dict[int, str] = {}
 
     def close(self) -> None:
         try:
@@ -86,52 +88,83 @@ class TabletopSimulator:
         except Exception:
             pass
 
-    def __enter__(self) -> "TabletopSimulator":
+    def __enter__(self) -> "SceneSimulator":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- operations named in the descriptor ----------------------------------------------
+    # -- operations named in the descriptors ---------------------------------------------
 
     def reset_to_scene(self, spec: SceneSpec) -> None:
         p, c = self.p, self.client
         p.resetSimulation(physicsClientId=c)
         p.setGravity(0, 0, -9.81, physicsClientId=c)
-        p.loadURDF("plane.urdf", physicsClientId=c)
-        p.loadURDF("table/table.urdf", [0, 0, 0], useFixedBase=True, physicsClientId=c)
-        robot = catalogue()["robots"][spec.robot]
-        arm = p.loadURDF(robot["urdf"], [-0.62, 0.0, TABLE_TOP_Z], useFixedBase=True, physicsClientId=c)
-        movable = [j for j in range(p.getNumJoints(arm, physicsClientId=c))
-                   if p.getJointInfo(arm, j, physicsClientId=c)[2] in (p.JOINT_REVOLUTE, p.JOINT_PRISMATIC)]
-        for j, q in zip(movable, robot["home"]):
-            p.resetJointState(arm, j, q, physicsClientId=c)
+        plane = p.loadURDF("plane.urdf", physicsClientId=c)
+        self.statics = {plane: FLOOR}
+        for body in spec.bodies:
+            orn = p.getQuaternionFromEuler([0, 0, body.yaw])
+            uid = p.loadURDF(body.urdf, body.position, orn, useFixedBase=body.fixed, globalScaling=body.scale,
+                             physicsClientId=c)
+            movable = [j for j in range(p.getNumJoints(uid, physicsClientId=c))
+                       if p.getJointInfo(uid, j, physicsClientId=c)[2] in (p.JOINT_REVOLUTE, p.JOINT_PRISMATIC)]
+            for j, q in zip(movable, body.joints):
+                p.resetJointState(uid, j, q, physicsClientId=c)
+            if body.rgba is not None:
+                for link in range(-1, p.getNumJoints(uid, physicsClientId=c)):
+                    p.changeVisualShape(uid, link, rgbaColor=body.rgba, physicsClientId=c)
+            self.statics[uid] = body.name
         self.bodies = {}
         for obj in spec.objects:
-            orn = p.getQuaternionFromEuler([0, 0, obj.yaw])
-            body = p.loadURDF(obj.urdf, [obj.xy[0], obj.xy[1], TABLE_TOP_Z + 0.08], orn,
-                              globalScaling=obj.scale, physicsClientId=c)
-            for link in range(-1, p.getNumJoints(body, physicsClientId=c)):
-                p.changeVisualShape(body, link, rgbaColor=obj.rgba, physicsClientId=c)
-            self.bodies[obj.name] = body
+            self.bodies[obj.name] = self._drop(obj, spec.support_height)
         for _ in range(SETTLE_STEPS):
             p.stepSimulation(physicsClientId=c)
 
+    def _drop(self, obj: ObjectSpec, support_height: float) -> int:
+        p, c = self.p, self.client
+        orn = p.getQuaternionFromEuler([obj.roll, 0, obj.yaw])
+        z = obj.z if obj.z is not None else support_height + 0.08 * max(1.0, obj.scale / 1.5)
+        body = p.loadURDF(obj.urdf, [obj.xy[0], obj.xy[1], z], orn, globalScaling=obj.scale, physicsClientId=c)
+        for link in range(-1, p.getNumJoints(body, physicsClientId=c)):
+            p.changeVisualShape(body, link, rgbaColor=obj.rgba, physicsClientId=c)
+        return body
+
     def read_state(self, spec: SceneSpec) -> list[ObjectState]:
         p, c = self.p, self.client
+        names = {uid: name for name, uid in self.bodies.items()} | self.statics
         out = []
         for obj in spec.objects:
             body = self.bodies[obj.name]
             pos, orn = p.getBasePositionAndOrientation(body, physicsClientId=c)
             lo, hi = p.getAABB(body, physicsClientId=c)
+            up = np.array(p.getMatrixFromQuaternion(orn)).reshape(3, 3)[:, 2]
+            tilt = math.degrees(math.acos(max(-1.0, min(1.0, float(up[2])))))
             out.append(ObjectState(name=obj.name, category=obj.category, color=obj.color, body=body,
                                    position=[round(v, 6) for v in pos], orientation=[round(v, 6) for v in orn],
-                                   aabb_min=[round(v, 6) for v in lo], aabb_max=[round(v, 6) for v in hi]))
+                                   aabb_min=[round(v, 6) for v in lo], aabb_max=[round(v, 6) for v in hi],
+                                   support=self._support(body, (lo[2] + hi[2]) / 2, names),
+                                   tilt_deg=round(tilt, 3)))
         return out
+
+    def _support(self, body: int, mid_z: float, names: dict[int, str]) -> str | None:
+        """The body this one rests on: the one its lower contacts push against."""
+        below: dict[int, int] = {}
+        for contact in self.p.getContactPoints(bodyA=body, physicsClientId=self.client):
+            other, on_a = contact[2], contact[5]
+            if other != body and on_a[2] < mid_z:
+                below[other] = below.get(other, 0) + 1
+        if not below:
+            return None
+        if len(below) > 1:
+            return "several"
+        return names.get(next(iter(below)), "unknown")
 
     def camera_matrices(self, cam: CameraSpec) -> tuple[list[float], list[float], list[float]]:
         p = self.p
-        view = p.computeViewMatrixFromYawPitchRoll(cam.target, cam.distance, cam.yaw, cam.pitch, 0, 2)
+        if cam.eye is not None:
+            view = p.computeViewMatrix(cam.eye, cam.target, cam.up or [0, 0, 1])
+        else:
+            view = p.computeViewMatrixFromYawPitchRoll(cam.target, cam.distance, cam.yaw, cam.pitch, 0, 2)
         proj = p.computeProjectionMatrixFOV(cam.fov, cam.width / cam.height, cam.near, cam.far)
         # Camera position: invert the view matrix (column-major, world->camera).
         v = np.array(view, dtype=float).reshape(4, 4, order="F")
@@ -151,3 +184,8 @@ class TabletopSimulator:
         # The low bits hold the body id when link indices are encoded; we render without them.
         return rgb, depth, seg
 
+
+def forward_vector(view_matrix: list[float]) -> list[float]:
+    """The camera's viewing direction in world coordinates (OpenGL cameras look along -z)."""
+    v = np.array(view_matrix, dtype=float).reshape(4, 4, order="F")
+    return [round(float(x), 6) for x in -v[2, :3]]

@@ -1,0 +1,71 @@
+"""S2: plan seeded ground layouts seen from a drone (top-down frames along a flight line) or
+from a vehicle (forward frames along a drive, plus one top-down overview of the layout)."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel
+
+from forge.artifact_types import Blueprint, BodySpec, SceneSpec
+from forge.skills import SkillContext, skill
+from forge_resources.pybullet_sim import catalogue, catalogue_path
+from forge_skills.scene_layout import check_categories, make_object, pick_objects, placements, scene_seed
+from forge_skills.trajectory import Pose2D, drive, forward_camera, nadir_camera
+
+AREA = (-4.5, 4.5)
+OBJECT_SEPARATION = 1.9
+OVERVIEW_ALTITUDE = 11.0
+
+
+class SceneParams(BaseModel):
+    scene_index: int
+
+
+def _catalogue_file(params: dict) -> dict[str, str]:
+    return {"catalogue": catalogue_path()}
+
+
+@skill("collect.plan_ground_scenes", stage="S2", params=SceneParams, reads=_catalogue_file)
+def plan_ground_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneSpec]:
+    """One seeded ground layout and the embodiment's cameras over it."""
+    import numpy as np
+
+    cat = catalogue()
+    src = next(s for s in blueprint.sources if s["kind"] == "pybullet_ground")
+    index = ctx.params.scene_index
+    categories = check_categories(src.get("categories"), cat, "ground")
+    seed = scene_seed(blueprint.seed, blueprint.name, index, "ground")
+    rng = np.random.default_rng(seed)
+    mount = cat["embodiments"][src["embodiment"]]
+    frames = int(src["frames"])
+    w, h = src["image"]["width"], src["image"]["height"]
+    heading = math.radians(float(rng.uniform(-15, 15)))
+    turn = math.radians(float(rng.uniform(-1, 1) * src["max_turn_deg"])) / max(1, frames - 1)
+    bodies: list[BodySpec] = []
+    if src["embodiment"] == "uav":
+        path = drive(Pose2D(-2.0, float(rng.uniform(-1.0, 1.0)), heading), frames, mount["step"], turn)
+        corridor: list[tuple[float, float, float]] = []
+    else:
+        path = drive(Pose2D(-6.0, float(rng.uniform(-1.0, 1.0)), heading), frames, mount["step"], turn)
+        corridor = [(p.x, p.y, 1.4) for p in path] + [(path[-1].x + 2 * math.cos(path[-1].heading),
+                                                        path[-1].y + 2 * math.sin(path[-1].heading), 1.4)]
+        bodies.append(BodySpec(name="vehicle", category="vehicle", urdf=mount["urdf"],
+                               position=[round(path[0].x, 4), round(path[0].y, 4), 0.0], yaw=round(path[0].heading, 4),
+                               scale=1.0))
+    n = int(rng.integers(src["objects"]["min"], src["objects"]["max"] + 1))
+    picks = pick_objects(rng, cat, categories, n, "ground")
+    spots = placements(rng, len(picks), AREA, AREA, OBJECT_SEPARATION, corridor)
+    objects = [make_object(cat, color, category, "ground", x, y, float(rng.uniform(0, 6.283)), z=1.0)
+               for (x, y), (color, category) in zip(spots, picks)]
+    dt = mount["step"] / (3.0 if src["embodiment"] == "uav" else 2.0)
+    if src["embodiment"] == "uav":
+        altitude = float(rng.uniform(*src["altitude_m"]))
+        cameras = [nadir_camera(k, p.x, p.y, altitude, p.heading, mount["fov"], w, h, k * dt, far=altitude + 5,
+                                role="top_down") for k, p in enumerate(path)]
+    else:
+        cameras = [forward_camera(k, p, mount, w, h, k * dt, far=30.0, role="forward") for k, p in enumerate(path)]
+        cameras.append(nadir_camera(frames, 0.0, 0.0, OVERVIEW_ALTITUDE, math.pi / 2, 65.0, w, h, None,
+                                    far=OVERVIEW_ALTITUDE + 5, role="overview"))
+    return [SceneSpec(source_kind=src["kind"], scene_index=index, seed=seed, robot=src["embodiment"], objects=objects,
+                      cameras=cameras, layout="ground", bodies=bodies, support_height=0.0)]

@@ -1,0 +1,313 @@
+"""Answer rules for trajectories, supports, object states and category counts.
+
+Temporal rules read frames in time order; a first appearance counts only when every earlier
+frame shows none of the object (a partly visible object makes the moment ambiguous).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from forge_skills.answer_rules import Candidate, Derivation, FactTable, Rule, _adm, _center_of, register
+
+
+def frame_label(rank: int) -> str:
+    return f"Frame {rank + 1}"
+
+
+def plural(category: str) -> str:
+    word = category.replace("-", " ")
+    return word + ("es" if word.endswith(("s", "ch", "sh", "x")) else "s")
+
+
+def _first_rank(ft: FactTable, obj: str, tpl: dict[str, Any]) -> int | None:
+    """Time rank of the first frame that clearly shows ``obj``; None when unclear or never."""
+    min_vis = _adm(tpl, "min_visible_pixels", 1)
+    absent = _adm(tpl, "max_absent_pixels", 0)  # a speck this small cannot be made out
+    for rank, view in enumerate(ft.frames()):
+        px = ft.fact(obj, view).visible_pixels
+        if px >= min_vis:
+            return rank
+        if px > absent:
+            return None
+    return None
+
+
+# -- temporal ---------------------------------------------------------------------------------
+
+
+def _first_seen_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    names = list(slots["objects"])
+    ranks = {n: _first_rank(ft, n, tpl) for n in names}
+    if any(r is None for r in ranks.values()):
+        return None, {"reason": "an object is never clearly seen, or first seen only partly"}
+    ordered = sorted(names, key=lambda n: ranks[n])
+    if ranks[ordered[1]] - ranks[ordered[0]] < _adm(tpl, "min_frame_gap", 1):
+        return None, {"reason": "two objects appear in the same frame"}
+    return ordered[0], {"first_frame": {n: frame_label(r) for n, r in ranks.items()},
+                        "margin": ranks[ordered[1]] - ranks[ordered[0]]}
+
+
+def _objects_combos(ft: FactTable, tpl: dict[str, Any], pool: list[str]):
+    return itertools.combinations(pool, int(tpl["slots"]["objects"].get("count", 3)))
+
+
+def _first_seen_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
+    seen = [o for o in ft.objects if _first_rank(ft, o, tpl) is not None]
+    out = []
+    for combo in _objects_combos(ft, tpl, seen):
+        answer, d = _first_seen_derive(ft, None, {"objects": list(combo)}, tpl)
+        if answer is not None:
+            out.append(Candidate({"objects": list(combo)}, answer, float(d["margin"]), d["first_frame"]))
+    return out
+
+
+def _first_frame_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    rank = _first_rank(ft, slots["object"], tpl)
+    if rank is None:
+        return None, {"reason": "never clearly seen, or first seen only partly"}
+    if rank == 0 and tpl["admission"].get("comes_into_view", False):
+        return None, {"reason": "already in view at the start"}
+    return frame_label(rank), {"first_frame": frame_label(rank), "frames": len(ft.frames())}
+
+
+def _first_frame_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for obj in ft.objects:
+        answer, d = _first_frame_derive(ft, None, {"object": obj}, tpl)
+        if answer is not None:
+            out.append(Candidate({"object": obj}, answer, 1.0, d))
+    return out
+
+
+def _appearance_order_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    names = list(slots["objects"])
+    ranks = {n: _first_rank(ft, n, tpl) for n in names}
+    if any(r is None for r in ranks.values()):
+        return None, {"reason": "an object is never clearly seen, or first seen only partly"}
+    ordered = sorted(names, key=lambda n: ranks[n])
+    if len({ranks[n] for n in names}) != len(names):
+        return None, {"reason": "two objects appear in the same frame"}
+    return " > ".join(ordered), {"first_frame": {n: frame_label(r) for n, r in ranks.items()}, "margin": 1.0}
+
+
+def _appearance_order_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
+    seen = [o for o in ft.objects if _first_rank(ft, o, tpl) is not None]
+    out = []
+    for combo in _objects_combos(ft, tpl, seen):
+        answer, d = _appearance_order_derive(ft, None, {"objects": list(combo)}, tpl)
+        if answer is not None:
+            out.append(Candidate({"objects": list(combo)}, answer, 1.0, d["first_frame"]))
+    return out
+
+
+def _seen_along_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    px = {frame_label(r): ft.fact(slots["object"], v).visible_pixels for r, v in enumerate(ft.frames())}
+    if max(px.values()) >= _adm(tpl, "min_visible_pixels", 1):
+        return "yes", {"visible_pixels": px}
+    if max(px.values()) == 0:
+        return "no", {"visible_pixels": px}
+    return None, {"reason": "only ever partly visible"}
+
+
+def _seen_along_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for obj in ft.objects:
+        answer, d = _seen_along_derive(ft, None, {"object": obj}, tpl)
+        if answer is not None:
+            out.append(Candidate({"object": obj}, answer, 1.0, d["visible_pixels"]))
+    return out
+
+
+def _frame_match_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    names = sorted(slots["objects"])
+    ranks = {n: _first_rank(ft, n, tpl) for n in names}
+    if any(r is None for r in ranks.values()):
+        return None, {"reason": "an object is never clearly seen, or first seen only partly"}
+    if len(set(ranks.values())) != len(names):
+        return None, {"reason": "two objects first appear in the same frame"}
+    return "; ".join(f"{n} -> {frame_label(ranks[n])}" for n in names), \
+        {"first_frame": {n: frame_label(r) for n, r in ranks.items()}, "margin": 1.0}
+
+
+def _frame_match_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
+    seen = [o for o in ft.objects if _first_rank(ft, o, tpl) is not None]
+    out = []
+    for combo in _objects_combos(ft, tpl, seen):
+        answer, d = _frame_match_derive(ft, None, {"objects": list(combo)}, tpl)
+        if answer is not None:
+            out.append(Candidate({"objects": list(combo)}, answer, 1.0, d["first_frame"]))
+    return out
+
+
+# -- camera motion along a trajectory --------------------------------------------------------
+
+
+def _heading(forward: list[float] | None) -> float | None:
+    if forward is None or abs(forward[0]) + abs(forward[1]) < 1e-6:
+        return None
+    return float(np.degrees(np.arctan2(forward[1], forward[0])))
+
+
+def _turn_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    frames = ft.frames()
+    if len(frames) < 2:
+        return None, {"reason": "needs two frames"}
+    h0, h1 = _heading(ft.view(frames[0]).forward), _heading(ft.view(frames[-1]).forward)
+    if h0 is None or h1 is None:
+        return None, {"reason": "viewing directions are not registered"}
+    delta = (h1 - h0 + 180.0) % 360.0 - 180.0
+    if abs(delta) < _adm(tpl, "min_turn_degrees", 15.0):
+        return None, {"reason": f"a turn of {delta:.0f} degrees is too small to tell"}
+    labels = tpl["answer_rule"]["labels"]
+    return (labels["positive"] if delta > 0 else labels["negative"]), {"turn_degrees": delta}
+
+
+def _turn_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
+    answer, d = _turn_derive(ft, None, {}, tpl)
+    return [Candidate({}, answer, abs(d["turn_degrees"]), d)] if answer is not None else []
+
+
+def _approach_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    frames = ft.frames()
+    obj = slots["object"]
+    first, last = ft.view(frames[0]), ft.view(frames[-1])
+    if ft.fact(obj, first.index).visible_pixels < _adm(tpl, "min_visible_pixels", 1):
+        return None, {"reason": "not clearly visible in the first frame"}
+    center = _center_of(ft, obj)
+    d0 = float(np.linalg.norm(center - np.array(first.camera_position)))
+    d1 = float(np.linalg.norm(center - np.array(last.camera_position)))
+    if abs(d1 - d0) < _adm(tpl, "min_change_m", 0.3):
+        return None, {"reason": "the distance barely changed"}
+    return ("yes" if d1 < d0 else "no"), {"distance_first_m": d0, "distance_last_m": d1}
+
+
+def _approach_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for obj in ft.objects:
+        answer, d = _approach_derive(ft, None, {"object": obj}, tpl)
+        if answer is not None:
+            out.append(Candidate({"object": obj}, answer, abs(d["distance_last_m"] - d["distance_first_m"]), d))
+    return out
+
+
+# -- support, containment and object state ---------------------------------------------------
+
+
+def _support_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    obj = ft.object(slots["object"])
+    if ft.fact(obj.name, view).visible_pixels < _adm(tpl, "min_visible_pixels", 1):
+        return None, {"reason": "not clearly visible"}
+    names = tpl["answer_rule"]["names"]
+    if obj.support not in names:
+        return None, {"reason": f"support {obj.support!r} is not one the template names"}
+    body = obj.attributes.get("support_body")
+    if obj.support != "floor" and ft.view(view).body_pixels.get(body, 0) < _adm(tpl, "min_support_pixels", 1):
+        return None, {"reason": "the supporting body is not clearly visible"}
+    return names[obj.support], {"support": obj.support, "support_body": body}
+
+
+def _support_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for obj in ft.objects:
+        answer, d = _support_derive(ft, view, {"object": obj}, tpl)
+        if answer is not None:
+            out.append(Candidate({"object": obj}, answer, 1.0, d))
+    return out
+
+
+def _state_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    obj = ft.object(slots["object"])
+    rule = tpl["answer_rule"]
+    if obj.category not in rule["categories"]:
+        return None, {"reason": f"{obj.category} has no clear up axis"}
+    if ft.fact(obj.name, view).visible_pixels < _adm(tpl, "min_visible_pixels", 1):
+        return None, {"reason": "not clearly visible"}
+    tilt = obj.tilt_deg
+    upright, lying = tpl["admission"].get("upright_below_deg", 20), tpl["admission"].get("lying_above_deg", 65)
+    if tilt is None or upright <= tilt <= lying:
+        return None, {"reason": f"tilt {tilt} is neither upright nor lying"}
+    state = "upright" if tilt < upright else "lying"
+    return rule["labels"][state], {"tilt_deg": tilt, "state": state}
+
+
+def _state_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for obj in ft.objects:
+        answer, d = _state_derive(ft, view, {"object": obj}, tpl)
+        if answer is not None:
+            out.append(Candidate({"object": obj}, answer, 1.0, d))
+    return out
+
+
+# -- counting by category and cross-view visibility -------------------------------------------
+
+
+def _count_category_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    pool = [o for o in ft.objects if plural(ft.category(o)) == slots["category"]]
+    if not pool:
+        return None, {"reason": "no object of this kind in the scene"}
+    min_vis = _adm(tpl, "min_visible_pixels", 1)
+    px = {o: ft.fact(o, view).visible_pixels for o in pool}
+    if any(0 < p < min_vis for p in px.values()):
+        return None, {"reason": "an object of this kind is only partly visible"}
+    if any(not ft.object(o).attributes.get("countable", True) for o in pool if px[o] >= min_vis):
+        return None, {"reason": "an object of this kind is below the label-quality threshold"}
+    n = sum(1 for p in px.values() if p >= min_vis)
+    if n < _adm(tpl, "min_count", 0):
+        return None, {"reason": "too few to count"}
+    return str(n), {"count": n, "visible_pixels": px}
+
+
+def _count_category_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for kind in sorted({plural(ft.category(o)) for o in ft.objects}):
+        answer, d = _count_category_derive(ft, view, {"category": kind}, tpl)
+        if answer is not None:
+            out.append(Candidate({"category": kind}, answer, float(d["count"]), d["visible_pixels"]))
+    return out
+
+
+def _marked_seen_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    """Is the object marked in the overview visible in the given forward frame?"""
+    obj, frame = slots["object"], slots["frame"]
+    overview = ft.views_with_role(["overview"])
+    min_vis = _adm(tpl, "min_visible_pixels", 1)
+    if len(overview) != 1 or ft.fact(obj, overview[0]).visible_pixels < _adm(tpl, "min_marked_pixels", 1):
+        return None, {"reason": "not clearly visible in the overview"}
+    px = ft.fact(obj, frame).visible_pixels
+    if px >= min_vis:
+        return "yes", {"visible_pixels": px}
+    if px == 0:
+        return "no", {"visible_pixels": px}
+    return None, {"reason": "only partly visible in the forward view"}
+
+
+def _marked_seen_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for frame in ft.views_with_role(["forward"]):
+        for obj in ft.objects:
+            answer, d = _marked_seen_derive(ft, None, {"object": obj, "frame": frame}, tpl)
+            if answer is not None:
+                out.append(Candidate({"object": obj, "frame": frame}, answer, 1.0, d))
+    return out
+
+
+for _rule in (
+    Rule("first_seen", _first_seen_candidates, _first_seen_derive, ("objects",), ("single_choice",)),
+    Rule("first_frame", _first_frame_candidates, _first_frame_derive, ("object",), ("temporal_choice",)),
+    Rule("appearance_order", _appearance_order_candidates, _appearance_order_derive, ("objects",), ("ordered_list",)),
+    Rule("seen_along", _seen_along_candidates, _seen_along_derive, ("object",), ("yes_no",)),
+    Rule("frame_match", _frame_match_candidates, _frame_match_derive, ("objects",), ("matching",)),
+    Rule("turn", _turn_candidates, _turn_derive, (), ("single_choice",)),
+    Rule("approach", _approach_candidates, _approach_derive, ("object",), ("yes_no",)),
+    Rule("support", _support_candidates, _support_derive, ("object",), ("single_choice", "yes_no")),
+    Rule("state", _state_candidates, _state_derive, ("object",), ("single_choice", "yes_no")),
+    Rule("count_category", _count_category_candidates, _count_category_derive, ("category",),
+         ("numeric", "interval_choice")),
+    Rule("marked_seen", _marked_seen_candidates, _marked_seen_derive, ("object", "frame"), ("yes_no",)),
+):
+    register(_rule)

@@ -1,0 +1,56 @@
+"""Seeded layout helpers shared by the scene planners: object picks and non-overlapping placements."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from forge.artifact_types import ObjectSpec
+from forge.keys import digest
+
+
+def scene_seed(blueprint_seed: int, name: str, index: int, kind: str) -> int:
+    return int(digest(blueprint_seed, name, kind, index, length=12), 16)
+
+
+def check_categories(requested: list[str] | None, catalogue: dict[str, Any], layout: str) -> list[str]:
+    usable = sorted(c for c, e in catalogue["categories"].items() if layout in e["scale"])
+    categories = requested or usable
+    unknown = sorted(set(categories) - set(usable))
+    if unknown:
+        raise ValueError(f"object categories {unknown} are not available for {layout} scenes; known: {usable}")
+    return categories
+
+
+def pick_objects(rng, catalogue: dict[str, Any], categories: list[str], n: int, layout: str) -> list[tuple[str, str]]:
+    """(colour, category) pairs: a few categories per scene, several colours each, so counting
+    and same-kind comparisons have material."""
+    colors = sorted(catalogue["colors"])
+    kinds = [categories[int(i)] for i in rng.permutation(len(categories))[: max(2, min(len(categories), (n + 1) // 2))]]
+    combos = [(c, k) for k in kinds for c in colors]
+    picks = rng.choice(len(combos), size=min(n, len(combos)), replace=False)
+    return [combos[int(p)] for p in picks]
+
+
+def make_object(catalogue: dict[str, Any], color: str, category: str, layout: str, x: float, y: float, yaw: float,
+                z: float | None = None, roll: float = 0.0) -> ObjectSpec:
+    entry = catalogue["categories"][category]
+    return ObjectSpec(name=f"{color} {category}", category=category, color=color, rgba=catalogue["colors"][color],
+                      urdf=entry["urdf"], scale=entry["scale"][layout], xy=[round(x, 4), round(y, 4)],
+                      yaw=round(yaw, 4), z=None if z is None else round(z, 4), roll=round(roll, 4))
+
+
+def placements(rng, n: int, area_x: tuple[float, float], area_y: tuple[float, float], separation: float,
+               taken: list[tuple[float, float, float]] | None = None) -> list[tuple[float, float]]:
+    """``n`` points in the area at least ``separation`` apart and clear of ``taken`` discs (x, y, radius)."""
+    points: list[tuple[float, float]] = []
+    blocked = list(taken or [])
+    attempts = 0
+    while len(points) < n and attempts < 5000:
+        attempts += 1
+        x, y = float(rng.uniform(*area_x)), float(rng.uniform(*area_y))
+        if all((x - a) ** 2 + (y - b) ** 2 >= separation ** 2 for a, b in points) and \
+                all((x - a) ** 2 + (y - b) ** 2 >= r ** 2 for a, b, r in blocked):
+            points.append((x, y))
+    if len(points) < n:
+        raise ValueError(f"could not place {n} objects {separation} m apart")
+    return points
