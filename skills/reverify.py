@@ -1,4 +1,4 @@
-"""Independent re-verification of released tabletop items.
+"""Independent re-verification of released items of simulated sources.
 
 Every answer is recomputed from the simulator's raw arrays (segmentation and metric depth of
 the source record), not from the registered evidence, the binding or the construction code;
@@ -23,8 +23,88 @@ def _measure(arrays: dict[str, np.ndarray], body: int, view: int) -> dict[str, f
     mask = arrays[f"seg_{view}"] == body
     px = int(mask.sum())
     if not px:
-        return {"px": 0, "cx": None, "depth": None}
-    return {"px": px, "cx": float(np.nonzero(mask)[1].mean()), "depth": float(np.median(arrays[f"depth_{view}"][mask]))}
+        return {"px": 0, "cx": None, "cy": None, "depth": None}
+    ys, xs = np.nonzero(mask)
+    return {"px": px, "cx": float(xs.mean()), "cy": float(ys.mean()), "depth": float(np.median(arrays[f"depth_{view}"][mask]))}
+
+
+def _plural(category: str) -> str:
+    word = category.replace("-", " ")
+    return word + ("es" if word.endswith(("s", "ch", "sh", "x")) else "s")
+
+
+NOT_A_SCENE_RULE = object()
+
+
+def _frames(source: dict[str, Any]) -> list[int]:
+    timed = [v for v in source["views"] if v.get("time") is not None and v.get("role") != "overview"]
+    return [v["index"] for v in sorted(timed, key=lambda v: (v["time"], v["index"]))]
+
+
+def _heading(view: dict[str, Any]) -> float:
+    vm = np.array(view["view_matrix"], dtype=float).reshape(4, 4, order="F")
+    forward = -vm[2, :3]  # the third row of the rotation is the camera's back axis
+    return float(np.degrees(np.arctan2(forward[1], forward[0])))
+
+
+def _scene_rules(name: str, template: dict[str, Any], slots: dict[str, Any], source: dict[str, Any],
+                 arrays: dict[str, np.ndarray], body: dict[str, int]):
+    """Rules over a trajectory's frames, recomputed from the per-frame segmentation."""
+    rule, adm = template["answer_rule"], template["admission"]
+    min_px, absent = adm.get("min_visible_pixels", 1), adm.get("max_absent_pixels", 0)
+    frames = _frames(source)
+    views = {v["index"]: v for v in source["views"]}
+
+    def first(obj: str) -> int | None:
+        for rank, v in enumerate(frames):
+            px = int((arrays[f"seg_{v}"] == body[obj]).sum())
+            if px >= min_px:
+                return rank
+            if px > absent:
+                return None
+        return None
+
+    if name in ("first_seen", "appearance_order", "frame_match"):
+        ranks = {n: first(n) for n in slots["objects"]}
+        if any(r is None for r in ranks.values()):
+            return None
+        ordered = sorted(ranks, key=ranks.get)
+        if name == "first_seen":
+            return ordered[0] if ranks[ordered[1]] - ranks[ordered[0]] >= adm.get("min_frame_gap", 1) else None
+        if len(set(ranks.values())) != len(ranks):
+            return None
+        if name == "appearance_order":
+            return " > ".join(ordered)
+        return "; ".join(f"{n} -> Frame {ranks[n] + 1}" for n in sorted(ranks))
+    if name == "first_frame":
+        rank = first(slots["object"])
+        if rank is None or (rank == 0 and adm.get("comes_into_view", False)):
+            return None
+        return f"Frame {rank + 1}"
+    if name == "seen_along":
+        most = max(int((arrays[f"seg_{v}"] == body[slots["object"]]).sum()) for v in frames)
+        return "yes" if most >= min_px else ("no" if most == 0 else None)
+    if name == "turn":
+        delta = (_heading(views[frames[-1]]) - _heading(views[frames[0]]) + 180.0) % 360.0 - 180.0
+        if abs(delta) < adm.get("min_turn_degrees", 15.0):
+            return None
+        return rule["labels"]["positive" if delta > 0 else "negative"]
+    if name == "approach":
+        obj = next(o for o in source["objects"] if o["name"] == slots["object"])
+        if int((arrays[f"seg_{frames[0]}"] == obj["body"]).sum()) < min_px:
+            return None
+        center = (np.array(obj["aabb_min"]) + np.array(obj["aabb_max"])) / 2
+        d0 = float(np.linalg.norm(center - np.array(views[frames[0]]["camera_position"])))
+        d1 = float(np.linalg.norm(center - np.array(views[frames[-1]]["camera_position"])))
+        return None if abs(d1 - d0) < adm.get("min_change_m", 0.3) else ("yes" if d1 < d0 else "no")
+    if name == "marked_seen":
+        overview = [v["index"] for v in source["views"] if v.get("role") == "overview"]
+        obj = body[slots["object"]]
+        if len(overview) != 1 or int((arrays[f"seg_{overview[0]}"] == obj).sum()) < adm.get("min_marked_pixels", 1):
+            return None
+        px = int((arrays[f"seg_{slots['frame']}"] == obj).sum())
+        return "yes" if px >= min_px else ("no" if px == 0 else None)
+    return NOT_A_SCENE_RULE
 
 
 def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int | None, source: dict[str, Any],
@@ -52,7 +132,35 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
                  - np.degrees(np.arctan2(cams[i][1] - c[1], cams[i][0] - c[0])) + 180.0) % 360.0 - 180.0
         lo, hi = adm.get("turn_degrees", [20, 160])
         return (rule["labels"]["positive"] if delta > 0 else rule["labels"]["negative"]) if lo <= abs(delta) <= hi else None
+    scene_answer = _scene_rules(name, template, slots, source, arrays, body)
+    if scene_answer is not NOT_A_SCENE_RULE:
+        return scene_answer
     m = {n: _measure(arrays, body[n], view) for n in body}
+    if name == "count_category":
+        pool = [o["name"] for o in source["objects"] if _plural(o["category"]) == slots["category"]]
+        px = [m[n]["px"] for n in pool]
+        if not pool or any(0 < p < min_px for p in px):
+            return None
+        return str(sum(1 for p in px if p >= min_px))
+    if name in ("support", "state"):
+        obj = next(o for o in source["objects"] if o["name"] == slots["object"])
+        if m[obj["name"]]["px"] < min_px:
+            return None
+        if name == "state":
+            if obj["category"] not in rule["categories"]:
+                return None
+            x, y, _z, _w = obj["orientation"]
+            up_z = 1.0 - 2.0 * (x * x + y * y)  # z component of the body's rotated z axis
+            tilt = float(np.degrees(np.arccos(np.clip(up_z, -1.0, 1.0))))
+            lo, hi = adm.get("upright_below_deg", 20), adm.get("lying_above_deg", 65)
+            return None if lo <= tilt <= hi else rule["labels"]["upright" if tilt < lo else "lying"]
+        kind = source.get("bodies", {}).get(obj.get("support"))
+        if kind not in rule["names"]:
+            return None
+        seen = next(v for v in source["views"] if v["index"] == view)["body_pixels"].get(obj["support"], 0)
+        if kind != "floor" and seen < adm.get("min_support_pixels", 1):
+            return None
+        return rule["names"][kind]
     if name == "grounding":
         if any(m[n]["px"] < min_px for n in slots["marked"]):
             return None
@@ -88,7 +196,7 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
         dist = {n: float(np.linalg.norm(center[n] - center[slots["anchor"]])) for n in slots["objects"]}
         ranked = sorted(dist, key=dist.get)
         return ranked[0] if dist[ranked[1]] - dist[ranked[0]] >= adm.get("min_margin", 0.05) else None
-    field = {"center_x": "cx", "median_depth": "depth", "visible_pixels": "px"}[rule["field"]]
+    field = {"center_x": "cx", "center_y": "cy", "median_depth": "depth", "visible_pixels": "px"}[rule["field"]]
     names = slots.get("objects") or slots.get("marked") or [slots["a"], slots["b"]]
     if any(m[n]["px"] < min_px for n in names):
         return None
@@ -144,7 +252,7 @@ def reverify_package(store: Store, package: Path) -> dict[str, Any]:
         elif not _options_plain(row["options"], source, template):
             reason = "an option carries text beyond its referent"
         else:
-            reason = _media_problem(package, row, template, source, binding["slots"])
+            reason = _media_problem(package, row, template, source, binding["slots"], store, binding["view"])
         if reason:
             invalid[row["id"]] = reason
     return {"items": len(rows), "valid": len(rows) - len(invalid), "invalid": len(invalid),
@@ -162,6 +270,9 @@ def _key_answer(key: dict[str, Any], template: dict[str, Any]) -> str | None:
         return f"{value:g}" if value is not None and bounds and bounds[0] <= value <= bounds[1] else None
     if qt == "ordered_list":
         return " > ".join(opts[i] for i in key.get("answer_indices") or [])
+    if qt == "matching":
+        targets = key.get("targets") or []
+        return "; ".join(sorted(f"{opts[i]} -> {targets[j]}" for i, j in enumerate(key.get("answer_indices") or [])))
     if qt == "multiple_choice":
         return ", ".join(sorted(opts[i] for i in key.get("answer_indices") or []))
     return opts[key["answer_index"]] if key["answer_index"] is not None else None
@@ -172,19 +283,33 @@ def _options_plain(options: list[str], source: dict[str, Any], template: dict[st
     allowed = names | {"yes", "no", "A", "B", "C", "D"} | {f"View {i + 1}" for i in range(len(source["views"]))}
     allowed |= {label for _, _, label in template["options"].get("intervals", [])}
     allowed |= set(template["options"].get("values", []))
+    allowed |= {f"Frame {i + 1}" for i in range(len(source["views"]))}
     return all(o in allowed for o in options)
 
 
+def _colours(a: np.ndarray) -> int:
+    packed = (a[..., 0].astype(np.uint32) << 16) | (a[..., 1].astype(np.uint32) << 8) | a[..., 2]
+    return int(len(np.unique(packed)))
+
+
 def _media_problem(package: Path, row: dict[str, Any], template: dict[str, Any], source: dict[str, Any],
-                   slots: dict[str, Any]) -> str | None:
+                   slots: dict[str, Any], store: Store, view: int | None) -> str | None:
+    # A bare rendered view can itself have few colours; media must keep at least half of the
+    # richest source view's colours (a label map keeps a handful).
+    richest = max(_colours(store.get_image(v["rgb"])) for v in source["views"] if view is None or v["index"] == view)
     for m in row["media"]:
         img = Image.open(io.BytesIO((package / m["path"]).read_bytes()))
         a = np.asarray(img.convert("RGB"))
-        packed = (a[..., 0].astype(np.uint32) << 16) | (a[..., 1].astype(np.uint32) << 8) | a[..., 2]
-        if img.mode != "RGB" or len(np.unique(packed)) < 48:
+        if img.mode != "RGB" or _colours(a) < min(48, max(2, richest // 2)):
             return "visible media are not a processed RGB image"
-        if template["media"].get("layout") == "multi_view":
-            needed = [v for v in source["views"] if "pair" not in slots or v["index"] in slots["pair"]]
+        layout = template["media"].get("layout")
+        if layout in ("multi_view", "frames", "first_last", "top_down_forward"):
+            frames = _frames(source)
+            needed = {"frames": [v for v in source["views"] if v["index"] in frames],
+                      "first_last": [v for v in source["views"] if v["index"] in (frames[0], frames[-1])],
+                      "top_down_forward": [v for v in source["views"]
+                                           if v.get("role") == "overview" or v["index"] == slots.get("frame")],
+                      }.get(layout) or [v for v in source["views"] if "pair" not in slots or v["index"] in slots["pair"]]
             width = sum(v["width"] for v in needed)
             if a.shape[1] < width:
                 return "the media do not show every view the answer depends on"
