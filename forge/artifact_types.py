@@ -146,6 +146,8 @@ class ViewRecord(BaseModel):
     time: float | None = None
     forward: list[float] | None = Field(None, description="unit viewing direction in the world frame")
     body_pixels: dict[str, int] = Field(default_factory=dict, description="visible pixels of each static body")
+    recipe: dict[str, Any] | None = Field(None, description="dataset file, SHA-256 and crop of a view whose pixels "
+                                                            "may not be redistributed")
 
 
 class ObjectState(BaseModel):
@@ -172,6 +174,48 @@ class SourceRecord(ArtifactContent):
     arrays: str = Field(description="blob hash of the HDF5 file with raw depth and segmentation per view")
     objects: list[ObjectState]
     bodies: dict[str, str] = Field(default_factory=dict, description="static body name -> category (floor, table, tray)")
+
+
+class ImageUnit(ArtifactContent):
+    """One unit of a real-image folder: a DOTA tile, a frame sequence or a stereo pair."""
+
+    source_kind: str
+    adapter: str
+    root: str = Field(description="dataset folder the files are relative to")
+    unit_index: int
+    kind: str = Field(description="tile, sequence or stereo_pair")
+    files: list[str]
+    sha256: list[str]
+    crop: list[int] | None = Field(None, description="x0, y0, x1, y1 of the tile in the image")
+    labels: str | None = Field(None, description="label file, relative to the root")
+    order: list[float] = Field(default_factory=list, description="capture order of each file (frame numbers)")
+    sides: list[str] = Field(default_factory=list, description="stereo side of each file (left, right)")
+
+
+class ImageLabel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    category: str
+    polygon: list[float] = Field(description="x1 y1 ... x4 y4 in tile pixels")
+    difficult: bool
+    truncated: bool
+    center: list[float] = Field(description="mean of the label's full (unclipped) corners, in tile pixels")
+
+
+class ImageRecord(ArtifactContent):
+    """Real images read through an adapter, with the labels it could parse."""
+
+    source_kind: str
+    adapter: str
+    unit_index: int
+    views: list[ViewRecord]
+    labels: list[ImageLabel]
+    metres_per_pixel: float | None
+    root: str = Field(description="dataset folder")
+    labels_file: str | None = Field(None, description="label file the labels were parsed from, relative to the root")
+    crop: list[int] | None = None
+    redistribute: bool = Field(description="whether the pixels may be copied into a package")
+    licence_note: str
 
 
 # --- S3 ---------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ from typing import Any
 from forge.refs import resolve
 from forge.store import Store
 
-_TYPE_ORDER = ["Blueprint", "SceneSpec", "SourceRecord", "EvidenceRecord", "Template", "Binding", "OEItem", "Package"]
+_TYPE_ORDER = ["Blueprint", "SceneSpec", "ImageUnit", "SourceRecord", "ImageRecord", "EvidenceRecord", "Template",
+               "Binding", "OEItem", "Package"]
 
 
 def audit(store: Store, ref: str) -> dict[str, Any]:
@@ -83,6 +84,11 @@ def _summarize(type_name: str, content: dict[str, Any]) -> str:
         return f"scene {content['scene_index']}: {len(content['facts'])} facts from source {content['source'][:12]}"
     if type_name == "SourceRecord":
         return f"{content['simulator']} scene {content['scene_index']}: {len(content['views'])} views, {len(content['objects'])} objects"
+    if type_name == "ImageUnit":
+        crop = f" crop {content['crop']}" if content.get("crop") else ""
+        return f"{content['adapter']} {content['kind']} {content['unit_index']}: {', '.join(content['files'])}{crop}"
+    if type_name == "ImageRecord":
+        return f"{content['adapter']} unit {content['unit_index']}: {len(content['views'])} views, {len(content['labels'])} labels"
     if type_name == "SceneSpec":
         return f"scene {content['scene_index']} seed {content['seed']}: {', '.join(o['name'] for o in content['objects'])}"
     if type_name == "Blueprint":

@@ -116,9 +116,12 @@ class StageRunner:
         self.workflow.node("plan").fanout = [{self.scale["parameter"]: i} for i in range(units)]
         plan = self._run("plan", ids)
         self._require("plan", plan, "scene specification")
-        src = self._run("collect", {**ids, "SceneSpec": plan.verified})
+        # The resource decides the types: SceneSpec -> SourceRecord for simulators,
+        # ImageUnit -> ImageRecord for image folders.
+        plan_type, source_type = self.workflow.node("plan").skill.output, self.workflow.node("collect").skill.output
+        src = self._run("collect", {**ids, plan_type: plan.verified})
         self._require("collect", src, "source record")
-        return {"ids": {"SceneSpec": plan.verified, "SourceRecord": src.verified}, "units": units}
+        return {"ids": {plan_type: plan.verified, source_type: src.verified}, "units": units}
 
     def s3_structure(self, state: BuildState) -> dict[str, Any]:
         ev = self._run("structure", state["ids"])

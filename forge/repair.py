@@ -54,7 +54,7 @@ SCOPES = {
 }
 
 # Artifact types whose content is registered evidence: never edited, only rebuilt by their producer.
-EVIDENCE_TYPES = {"SourceRecord", "EvidenceRecord", "StateRecord", "SceneSpec"}
+EVIDENCE_TYPES = {"SourceRecord", "EvidenceRecord", "StateRecord", "SceneSpec", "ImageUnit", "ImageRecord"}
 
 
 class RepairInvariantError(ForgeError):
@@ -146,7 +146,8 @@ class RepairLoop:
         lineage = [aid, *self.store.ancestors([aid])]
         statuses = self.store.artifact_statuses(lineage)
         bad = [a for a in lineage if statuses.get(a, ("", "verified", None))[1] == "rejected"]
-        order = ["Blueprint", "SceneSpec", "SourceRecord", "EvidenceRecord", "Template", "Binding", "OEItem"]
+        order = ["Blueprint", "SceneSpec", "ImageUnit", "SourceRecord", "ImageRecord", "EvidenceRecord", "Template",
+                 "Binding", "OEItem"]
         bad.sort(key=lambda a: order.index(statuses[a][0]) if statuses[a][0] in order else 99)
         return bad[0] if bad else aid
 
@@ -276,9 +277,10 @@ class RepairLoop:
             by_type.setdefault(ex.load(aid).TYPE, []).append(aid)
         rebuilt: list[str] = []
         items = list(by_type.get("OEItem", []))
-        sources = by_type.get("SourceRecord", [])
+        source_type = self.nodes["collect"].skill.output
+        sources = by_type.get(source_type, [])
         if sources:
-            r = ex.run(ex.invocations(self.nodes["structure"], {"SourceRecord": sources}, repair=info),
+            r = ex.run(ex.invocations(self.nodes["structure"], {source_type: sources}, repair=info),
                        label="repair rebuild S3")
             rebuilt += r.verified + r.rejected
             by_type.setdefault("EvidenceRecord", []).extend(r.verified)

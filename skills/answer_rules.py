@@ -60,7 +60,11 @@ class FactTable:
         return self._objects[name].category
 
     def visible(self, view: int, min_pixels: int) -> list[str]:
-        return [o for o in self.objects if self.fact(o, view).visible_pixels >= min_pixels]
+        """Objects clearly visible in the view whose labels (for real images) pass quality admission."""
+        return [o for o in self.objects if self.fact(o, view).visible_pixels >= min_pixels and self.label_ok(o)]
+
+    def label_ok(self, name: str) -> bool:
+        return bool(self._objects[name].attributes.get("label_ok", True))
 
     def frames(self) -> list[int]:
         """Views that are moments of a trajectory, in time order (overviews excluded)."""
@@ -152,6 +156,8 @@ def _marked_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[st
     centers = [ft.fact(n, view).center_2d for n in slots["marked"]]
     if any(c is None for c in centers):
         return None, {"reason": "a marked object is not visible"}
+    if not all(ft.label_ok(n) for n in slots["marked"]):
+        return None, {"reason": "a marked object's label is difficult or truncated"}
     gap = min(((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2) ** 0.5 for a, b in itertools.combinations(centers, 2))
     if gap < _adm(tpl, "min_separation_px", 0):
         return None, {"reason": f"markers {gap:.0f} px apart, below admission"}

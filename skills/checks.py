@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from forge.artifact_types import Binding, Blueprint, EvidenceRecord, OEItem, Package, SceneSpec, SourceRecord, Template
+from forge.artifact_types import (Binding, Blueprint, EvidenceRecord, ImageRecord, ImageUnit, OEItem, Package, SceneSpec,
+                                  SourceRecord, Template)
 from forge.contracts import CheckContext, Outcome, check
 from forge.vocabulary import CAPABILITIES, QUESTION_TYPES
 from forge_skills import oe_scorer
@@ -104,8 +105,8 @@ def evidence_consistent(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
     problems = []
     objects = {o.name for o in ev.objects}
     views = {v.index: v for v in ev.views}
-    src = ctx.load(ev.source) if hasattr(ctx, "load") else None
-    v_far = {v.index: v.far for v in src.views} if src is not None and hasattr(src, "views") else {}
+    src = ctx.load(ev.source)
+    v_far = {v.index: v.far for v in src.views} if isinstance(src, SourceRecord) else {}  # no depth in real images
     pairs = {(f.object, f.view) for f in ev.facts}
     if pairs != {(o, v) for o in objects for v in views} or len(pairs) != len(ev.facts):
         problems.append("facts do not cover every (object, view) exactly once")
@@ -120,7 +121,7 @@ def evidence_consistent(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
                 problems.append(f"{f.object}@{f.view}: 2D box outside the image")
             elif f.visible_pixels > (x1 - x0 + 1) * (y1 - y0 + 1):
                 problems.append(f"{f.object}@{f.view}: more visible pixels than box area")
-            if f.median_depth is None or not (0.0 < f.median_depth <= v_far.get(f.view, 10.0)):
+            if v_far and (f.median_depth is None or not (0.0 < f.median_depth <= v_far.get(f.view, 10.0))):
                 problems.append(f"{f.object}@{f.view}: implausible median depth {f.median_depth}")
         elif f.bbox_2d is not None or f.median_depth is not None:
             problems.append(f"{f.object}@{f.view}: box or depth without visible pixels")
@@ -131,6 +132,8 @@ def evidence_consistent(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
 def evidence_matches_arrays(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
     """Each fact's visible-pixel count, re-measured on its own view's segmentation, agrees."""
     src = ctx.load(ev.source)
+    if isinstance(src, ImageRecord):
+        return _evidence_matches_labels(ev, src)
     arrays = ctx.store.get_arrays(src.arrays)
     body = {o.name: o.body for o in src.objects}
     wrong = []
@@ -144,16 +147,72 @@ def evidence_matches_arrays(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
     return Outcome(not wrong, f"facts disagree with the source arrays: {wrong[:4]}" if wrong else "")
 
 
+def _evidence_matches_labels(ev: EvidenceRecord, src: ImageRecord) -> Outcome:
+    """Each fact's area and box, re-measured on its label polygon, agree."""
+    from forge_resources.image_folder import polygon_area
+
+    labels = {lab.name: lab for lab in src.labels}
+    wrong = []
+    for f in ev.facts:
+        lab = labels.get(f.object)
+        if lab is None or f.view != 0:
+            wrong.append(f"{f.object}@{f.view}: no such label")
+        elif int(round(polygon_area(lab.polygon))) != f.visible_pixels:
+            wrong.append(f"{f.object}@{f.view}")
+    return Outcome(not wrong, f"facts disagree with the labels: {wrong[:4]}" if wrong else "")
+
+
+@check("image_unit_readable")
+def image_unit_readable(unit: ImageUnit, ctx: CheckContext) -> Outcome:
+    """Every file of the unit exists under the dataset root with the recorded SHA-256."""
+    from pathlib import Path
+
+    from forge_resources.image_folder import file_sha256
+
+    problems = []
+    for rel, sha in zip(unit.files, unit.sha256):
+        path = Path(unit.root) / rel
+        if not path.exists():
+            problems.append(f"{path}: missing")
+        elif file_sha256(str(path)) != sha:
+            problems.append(f"{path}: SHA-256 differs")
+    if unit.labels and not (Path(unit.root) / unit.labels).exists():
+        problems.append(f"{unit.labels}: label file missing")
+    return Outcome(not problems, "; ".join(problems))
+
+
+@check("image_record_consistent")
+def image_record_consistent(rec: ImageRecord, ctx: CheckContext) -> Outcome:
+    """Views decode at their size; label polygons lie inside the image; names are unique."""
+    problems = []
+    for v in rec.views:
+        rgb = ctx.store.get_image(v.rgb)
+        if rgb.shape != (v.height, v.width, 3):
+            problems.append(f"view {v.index}: RGB shape {rgb.shape}")
+    names = [lab.name for lab in rec.labels]
+    if len(set(names)) != len(names):
+        problems.append("duplicate label names")
+    w, h = (rec.views[0].width, rec.views[0].height) if rec.views else (0, 0)
+    for lab in rec.labels:
+        xs, ys = lab.polygon[0::2], lab.polygon[1::2]
+        if min(xs) < -0.5 or min(ys) < -0.5 or max(xs) > w + 0.5 or max(ys) > h + 0.5:
+            problems.append(f"{lab.name}: polygon outside the image")
+    if not rec.redistribute and any(v.recipe is None for v in rec.views):
+        problems.append("pixels that may not be redistributed carry no rebuild recipe")
+    return Outcome(not problems, "; ".join(problems[:5]))
+
+
 @check("evidence_traceable")
 def evidence_traceable(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
     """The evidence names its source record, and its views and objects are that record's."""
     src = ctx.load(ev.source)
-    if not isinstance(src, SourceRecord):
-        return Outcome(False, f"source {ev.source} is a {type(src).__name__}, not a SourceRecord")
+    if not isinstance(src, (SourceRecord, ImageRecord)):
+        return Outcome(False, f"source {ev.source} is a {type(src).__name__}, not a SourceRecord or ImageRecord")
     problems = []
     if {(v.index, v.rgb) for v in ev.views} != {(v.index, v.rgb) for v in src.views}:
         problems.append("views differ from the source record")
-    if {o.name for o in ev.objects} != {o.name for o in src.objects}:
+    names = {o.name for o in src.objects} if isinstance(src, SourceRecord) else {lab.name for lab in src.labels}
+    if {o.name for o in ev.objects} != names:
         problems.append("objects differ from the source record")
     return Outcome(not problems, "; ".join(problems))
 

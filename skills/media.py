@@ -84,3 +84,15 @@ def path_plot(path: list[list[float]], size: int) -> np.ndarray:
             (x1 - 3 * r * np.cos(ang + 0.5), y1 - 3 * r * np.sin(ang + 0.5))]
     draw.polygon(head, fill=(200, 30, 30))
     return np.asarray(img)
+
+
+def draw_scale_bar(rgb: np.ndarray, pixels: float, label: str) -> np.ndarray:
+    """A black-and-white bar of ``pixels`` length in the lower-left corner, with its length."""
+    img = Image.fromarray(rgb).convert("RGB")
+    draw = ImageDraw.Draw(img)
+    h = rgb.shape[0]
+    x0, y0 = 10, h - 16
+    draw.rectangle((x0 - 4, y0 - 22, x0 + pixels + 4, y0 + 8), fill=(255, 255, 255))
+    draw.rectangle((x0, y0, x0 + pixels, y0 + 5), fill=(0, 0, 0))
+    _label(draw, (x0, y0 - 19), label, max(10, h // 30))
+    return np.asarray(img)

@@ -30,27 +30,43 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
     mod = module_name(blueprint.name)
     files: dict[str, str] = {}
     item_rows, answer_rows = [], []
+    reference = _media_mode(blueprint) == "reference"
+    referenced = 0
     for iid, item in selected:
         media_paths = []
         for m in item.media:
+            if m.recipe is not None and reference:
+                # Pixels that may not be redistributed: the entry says how to rebuild them from the
+                # user's own copy of the dataset, and the pixel hash the rebuild must give.
+                media_paths.append({"recipe": m.recipe, "pixels_sha256": pixels_sha256(ctx.get_image(m.blob)),
+                                    "path": f"media/{m.blob[:32]}.png", "role": m.role, "label": m.label})
+                referenced += 1
+                continue
             path = f"media/{m.blob[:32]}.png"
             files[path] = m.blob
             media_paths.append({"path": path, "role": m.role, "label": m.label})
         visible = {f: getattr(item, f) for f in OEItem.VISIBLE_FIELDS if f != "media"}
+        if not item.targets:
+            visible.pop("targets")  # only matching items have targets
         item_rows.append({"id": iid, **visible, "media": media_paths})
         answer_rows.append({"id": iid, "answer": item.answer, "answer_index": item.answer_index,
                             "answer_indices": item.answer_indices, "answer_value": item.answer_value, "targets": item.targets,
                             "options": item.options, "scoring": item.scoring, "capability": item.capability,
                             "question_type": item.question_type, "template": item.template})
     composition = _composition(blueprint, [it for _, it in selected])
+    if referenced:
+        composition["media_referenced"] = referenced
     files["items.jsonl"] = ctx.put_blob(_jsonl(item_rows))
     files["answers.jsonl"] = ctx.put_blob(_jsonl(answer_rows))
     files["composition.json"] = ctx.put_blob(_json(composition))
     files[f"{mod}/__init__.py"] = ctx.put_blob(f'"""Scorer of the {blueprint.name} benchmark."""\n'.encode())
     files[f"{mod}/score.py"] = ctx.put_blob((Path(__file__).parent / "oe_scorer.py").read_bytes())
+    if referenced:
+        files[f"{mod}/media.py"] = ctx.put_blob((Path(__file__).parent / "media.py").read_bytes())
+        files[f"{mod}/materialize.py"] = ctx.put_blob((Path(__file__).parent / "materialize.py").read_bytes())
     files["README.md"] = ctx.put_blob(_readme(blueprint, composition, mod).encode())
     counts = {"items": len(item_rows), "media": sum(1 for p in files if p.startswith("media/")),
-              "accepted_candidates": len(items)}
+              "media_referenced": referenced, "accepted_candidates": len(items)}
     manifest = {
         "format_version": PACKAGE_FORMAT_VERSION,
         "name": blueprint.name,
@@ -59,6 +75,7 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
         "intent_hash": blueprint.intent_hash,
         "store_snapshot": digest(sorted(i for i, _ in selected)),
         "counts": counts,
+        "licence": _licence(blueprint, referenced),
         "files": {p: files[p] for p in sorted(files)},
     }
     manifest_blob = ctx.put_blob(_json(manifest))
@@ -98,6 +115,28 @@ def _interleave_answers(pool: list[tuple[str, OEItem]]) -> list[tuple[str, OEIte
     return out
 
 
+def _media_mode(blueprint: Blueprint) -> str:
+    """copy or reference; ``auto`` references whatever the source's licence forbids copying."""
+    mode = blueprint.sources[0].get("media", "auto")
+    return "copy" if mode == "copy" else "reference"
+
+
+def _licence(blueprint: Blueprint, referenced: int) -> dict[str, Any]:
+    from forge.resources import descriptor
+
+    kind = blueprint.sources[0]["kind"]
+    terms = descriptor(kind).licence
+    note = terms.get(blueprint.sources[0].get("adapter"), terms)
+    return {"source": kind, "media_mode": _media_mode(blueprint) if referenced else "copy",
+            "media_referenced": referenced, "terms": note}
+
+
+def pixels_sha256(rgb) -> str:
+    import hashlib
+
+    return hashlib.sha256(f"{rgb.shape}".encode() + rgb.tobytes()).hexdigest()
+
+
 def _composition(blueprint: Blueprint, items: list[OEItem]) -> dict[str, Any]:
     caps = Counter(i.capability for i in items)
     qts = Counter(i.question_type for i in items)
@@ -120,6 +159,10 @@ def _readme(blueprint: Blueprint, composition: dict[str, Any], mod: str) -> str:
              "| capability | target | achieved |", "|---|---|---|"]
     for cap, row in composition["capabilities"].items():
         lines.append(f"| {cap} | {row['target']} | {row['achieved']} |")
+    if composition.get("media_referenced"):
+        lines += ["", f"{composition['media_referenced']} media are not included because the source images may not be "
+                      "redistributed. Rebuild them from your own copy of the dataset (needs numpy and Pillow):", "",
+                  f"    python -m {mod}.materialize --data-root /path/to/dataset", ""]
     lines += ["", "Give models `items.jsonl` and the `media/` folder; keep `answers.jsonl` hidden.",
               "Score predictions (one `{\"id\": ..., \"response\": ...}` per line) with:", "",
               f"    python -m {mod}.score predictions.jsonl", ""]

@@ -237,10 +237,15 @@ def reverify_package(store: Store, package: Path) -> dict[str, Any]:
         binding = load(item["binding"])
         source_id = load(binding["evidence"])["source"]
         source = load(source_id)
+        template = load(binding["template_artifact"])
+        if "adapter" in source:  # a real-image record: its own re-verification
+            reason = _image_item_problem(row, keys[row["id"]], template, binding, source, package)
+            if reason:
+                invalid[row["id"]] = reason
+            continue
         if source_id + ":arrays" not in cache:
             cache[source_id + ":arrays"] = store.get_arrays(source["arrays"])
         arrays = cache[source_id + ":arrays"]
-        template = load(binding["template_artifact"])
         truth = expected_answer(template, binding["slots"], binding["view"], source, arrays)
         key = keys[row["id"]]
         shown = _key_answer(key, template)
@@ -257,6 +262,31 @@ def reverify_package(store: Store, package: Path) -> dict[str, Any]:
             invalid[row["id"]] = reason
     return {"items": len(rows), "valid": len(rows) - len(invalid), "invalid": len(invalid),
             "valid_rate": (len(rows) - len(invalid)) / len(rows) if rows else 0.0, "reasons": invalid}
+
+
+def _image_item_problem(row: dict[str, Any], key: dict[str, Any], template: dict[str, Any], binding: dict[str, Any],
+                        record: dict[str, Any], package: Path) -> str | None:
+    from forge_skills.reverify_images import NOT_AN_IMAGE_RULE, expected_image_answer, recipe_problem, same_number
+
+    truth = expected_image_answer(template, binding["slots"], record, {})
+    if truth is NOT_AN_IMAGE_RULE:
+        return f"no independent re-derivation for rule {template['answer_rule']['rule']!r}"
+    if truth is None:
+        return "the dataset files admit no unique answer"
+    shown = _key_answer(key, template)
+    if isinstance(truth, float):
+        if not same_number(key.get("answer_value"), truth):
+            return f"key {shown!r} but the labels give {truth:.1f}"
+    elif shown != truth:
+        return f"key {shown!r} but the dataset gives {truth!r}"
+    for m in row["media"]:
+        if "recipe" in m:
+            problem = recipe_problem(m, Path(record["root"]))
+            if problem:
+                return problem
+        elif not (package / m["path"]).exists():
+            return f"{m['path']}: missing"
+    return None
 
 
 def _key_answer(key: dict[str, Any], template: dict[str, Any]) -> str | None:
@@ -305,8 +335,9 @@ def _media_problem(package: Path, row: dict[str, Any], template: dict[str, Any],
         layout = template["media"].get("layout")
         if layout in ("multi_view", "frames", "first_last", "top_down_forward"):
             frames = _frames(source)
+            ends = (frames[0], frames[-1]) if frames else ()
             needed = {"frames": [v for v in source["views"] if v["index"] in frames],
-                      "first_last": [v for v in source["views"] if v["index"] in (frames[0], frames[-1])],
+                      "first_last": [v for v in source["views"] if v["index"] in ends],
                       "top_down_forward": [v for v in source["views"]
                                            if v.get("role") == "overview" or v["index"] == slots.get("frame")],
                       }.get(layout) or [v for v in source["views"] if "pair" not in slots or v["index"] in slots["pair"]]

@@ -254,8 +254,8 @@ def _count_category_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl:
     px = {o: ft.fact(o, view).visible_pixels for o in pool}
     if any(0 < p < min_vis for p in px.values()):
         return None, {"reason": "an object of this kind is only partly visible"}
-    if any(not ft.object(o).attributes.get("countable", True) for o in pool if px[o] >= min_vis):
-        return None, {"reason": "an object of this kind is below the label-quality threshold"}
+    if any(not ft.label_ok(o) for o in pool if px[o] > 0):
+        return None, {"reason": "an object of this kind is labelled difficult or cut by the tile edge"}
     n = sum(1 for p in px.values() if p >= min_vis)
     if n < _adm(tpl, "min_count", 0):
         return None, {"reason": "too few to count"}

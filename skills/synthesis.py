@@ -12,7 +12,7 @@ from forge.gates import slot_objects
 from forge.keys import file_digest
 from forge.skills import Output, SkillContext, skill
 from forge_skills.answer_rules import Candidate, FactTable, rule_for
-from forge_skills.media import draw_markers, panel, path_plot
+from forge_skills.media import draw_markers, draw_scale_bar, panel, path_plot
 from forge_skills.template_library import read_template, resolve_label
 
 RESPONSE_FORMATS = {
@@ -147,6 +147,12 @@ def _presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, v
         for label, name in zip(labels, cand.slots["marked"]):
             f = ft.fact(name, view)
             markers.append({"label": label, "object": name, "bbox": f.bbox_2d})
+    if template.media.get("scale_bar") and evidence.metres_per_pixel:
+        extra["scale_bar"] = scale_bar_spec(evidence.metres_per_pixel, media[0]["view"], evidence)
+    for m in media:
+        recipe = ft.view(m["view"]).recipe
+        if recipe is not None:
+            m["recipe"] = recipe
     return {
         "realizations": template.realizations, "options": template.options, "media": media, "markers": markers,
         "layout": layout, "question_type": template.question_type,
@@ -250,7 +256,29 @@ def _media(ctx: SkillContext, pres: dict[str, Any]) -> list[MediaRef]:
             blob = _PANELS[key] = ctx.put_png(panel(images, labels))
         return [MediaRef(blob=blob, role="views", label=", ".join(m["label"] for m in sources))]
     src = sources[0]
-    if pres["markers"]:
-        marked = draw_markers(ctx.get_image(src["rgb"]), pres["markers"])
-        return [MediaRef(blob=ctx.put_png(marked), role="image", label="image with marked objects")]
-    return [MediaRef(blob=src["rgb"], role="image", label="image")]
+    recipe = _recipe(pres)
+    if pres["markers"] or pres.get("scale_bar"):
+        img = ctx.get_image(src["rgb"])
+        if pres["markers"]:
+            img = draw_markers(img, pres["markers"])
+        if pres.get("scale_bar"):
+            img = draw_scale_bar(img, pres["scale_bar"]["pixels"], pres["scale_bar"]["label"])
+        label = "image with marked objects" if pres["markers"] else "image with a scale bar"
+        return [MediaRef(blob=ctx.put_png(img), role="image", label=label, recipe=recipe)]
+    return [MediaRef(blob=src["rgb"], role="image", label="image", recipe=recipe)]
+
+
+def _recipe(pres: dict[str, Any]) -> dict[str, Any] | None:
+    """How to rebuild the medium from dataset files whose pixels may not be redistributed."""
+    views = [m.get("recipe") for m in pres["media"]]
+    if not any(views):
+        return None
+    return {"views": views, "markers": pres["markers"], "scale_bar": pres.get("scale_bar"), "layout": pres["layout"]}
+
+
+def scale_bar_spec(metres_per_pixel: float, view: int, evidence: EvidenceRecord) -> dict[str, Any]:
+    """A round length near a quarter of the image width."""
+    width = next(v.width for v in evidence.views if v.index == view)
+    target = width / 4 * metres_per_pixel
+    metres = max(1, min((1, 2, 5, 10, 20, 50, 100, 200, 500), key=lambda m: abs(m - target)))
+    return {"pixels": round(metres / metres_per_pixel, 2), "label": f"{metres} m", "metres": metres}

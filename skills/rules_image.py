@@ -1,0 +1,107 @@
+"""Answer rules for real images: category presence and ground distance from labels, capture
+order and stereo side from what file names register."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from forge_skills.answer_rules import Candidate, Derivation, FactTable, Rule, _adm, register
+from forge_skills.rules_scene import plural
+
+
+def _presence_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    """Labels are exhaustive for the dataset's categories: no label of a kind means none there."""
+    kind = slots["category"]
+    pool = [o for o in ft.objects if plural(ft.category(o)) == kind]
+    if not pool:
+        return "no", {"labelled": 0}
+    clear = [o for o in pool if ft.label_ok(o) and ft.fact(o, view).visible_pixels >= _adm(tpl, "min_visible_pixels", 1)]
+    if not clear:
+        return None, {"reason": "only difficult, truncated or tiny objects of this kind"}
+    return "yes", {"labelled": len(pool), "clear": len(clear)}
+
+
+def _presence_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    vocabulary = [plural(c) for c in tpl["answer_rule"]["categories"]]
+    out = []
+    for kind in vocabulary:
+        answer, d = _presence_derive(ft, view, {"category": kind}, tpl)
+        if answer is not None:
+            out.append(Candidate({"category": kind}, answer, 1.0, d))
+    return out
+
+
+def _marked_distance_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    a, b = slots["marked"]
+    if ft.evidence.metres_per_pixel is None:
+        return None, {"reason": "no ground sampling distance"}
+    for n in (a, b):
+        if not ft.label_ok(n) or ft.fact(n, view).visible_pixels < _adm(tpl, "min_visible_pixels", 1):
+            return None, {"reason": f"{n} is not clearly labelled"}
+    pa, pb = np.array(ft.object(a).position), np.array(ft.object(b).position)
+    metres = float(np.linalg.norm(pa - pb))
+    ca, cb = ft.fact(a, view).center_2d, ft.fact(b, view).center_2d
+    gap = float(np.hypot(ca[0] - cb[0], ca[1] - cb[1]))
+    if metres < _adm(tpl, "min_distance_m", 0.0) or gap < _adm(tpl, "min_separation_px", 0):
+        return None, {"reason": "the objects are too close to tell apart"}
+    return f"{metres:.0f}", {"distance_m": metres}
+
+
+def _marked_distance_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
+    out = []
+    for a, b in itertools.combinations(visible, 2):
+        answer, d = _marked_distance_derive(ft, view, {"marked": [a, b]}, tpl)
+        if answer is not None:
+            out.append(Candidate({"marked": [a, b]}, answer, d["distance_m"], d))
+    return out[:200]
+
+
+def _pair_label(ft: FactTable, slots: dict[str, Any], index: int) -> str:
+    return f"View {list(slots['pair']).index(index) + 1}"
+
+
+def _capture_order_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    i, j = slots["pair"]
+    ti, tj = ft.view(i).time, ft.view(j).time
+    if ti is None or tj is None or ti == tj:
+        return None, {"reason": "capture order is not registered"}
+    return _pair_label(ft, slots, i if ti < tj else j), {"frame_numbers": [ti, tj]}
+
+
+def _capture_order_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for i, j in itertools.permutations(ft.views, 2):
+        answer, d = _capture_order_derive(ft, None, {"pair": [i, j]}, tpl)
+        if answer is not None:
+            out.append(Candidate({"pair": [i, j]}, answer, 1.0, d))
+    return out
+
+
+def _stereo_side_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    roles = {k: ft.view(k).role for k in slots["pair"]}
+    if sorted(roles.values()) != ["left", "right"]:
+        return None, {"reason": "not a registered stereo pair"}
+    left = next(k for k, r in roles.items() if r == "left")
+    return _pair_label(ft, slots, left), {"sides": roles}
+
+
+def _stereo_side_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for i, j in itertools.permutations(ft.views, 2):
+        answer, d = _stereo_side_derive(ft, None, {"pair": [i, j]}, tpl)
+        if answer is not None:
+            out.append(Candidate({"pair": [i, j]}, answer, 1.0, d))
+    return out
+
+
+for _rule in (
+    Rule("presence", _presence_candidates, _presence_derive, ("category",), ("yes_no",)),
+    Rule("marked_distance", _marked_distance_candidates, _marked_distance_derive, ("marked",), ("numeric",)),
+    Rule("capture_order", _capture_order_candidates, _capture_order_derive, ("pair",), ("temporal_choice",)),
+    Rule("stereo_side", _stereo_side_candidates, _stereo_side_derive, ("pair",), ("multi_view_choice",)),
+):
+    register(_rule)
