@@ -63,6 +63,9 @@ class Blueprint(ArtifactContent):
     gates: dict[str, Any]
     output_schema: str = "oe-item/1"
     intent_hash: str
+    capability_sources: dict[str, list[str]] = Field(default_factory=dict, description="phrases of the intent's focus "
+                                                                                         "that chose each capability")
+    composition_tolerance: float = 0.05
 
 
 # --- S2 ---------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import click
 
-from forge.errors import ForgeError, StoreError
+from forge.errors import ForgeError, StoreError, UsageError
 
 
 def _emit(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
@@ -249,6 +249,64 @@ def resources(as_json: bool) -> None:
                 mark = "available" if r["available"] else f"unavailable: {r['reason']}"
                 click.echo(f"{r['kind']:<22} track {r['track']}  {mark}\n      {r['description']}")
         _emit(describe(), as_json, render)
+    _guard(run)
+
+
+@main.command()
+@click.argument("text", required=False)
+@click.option("--json", "as_json", is_flag=True)
+def capabilities(text: str | None, as_json: bool) -> None:
+    """Map free text to capabilities with the catalogue (an intent's `oe.focus`); without TEXT,
+    list the capabilities and the phrases that select them."""
+    def run() -> None:
+        from forge.capability_catalogue import CATALOGUE, capabilities_from_text
+        from forge.vocabulary import CAPABILITIES
+
+        if text is None:
+            rows = {c: {"description": d, "phrases": list(CATALOGUE.get(c, ()))} for c, d in CAPABILITIES.items()}
+        else:
+            rows = {c: {"description": CAPABILITIES[c], "matched": hits} for c, hits in capabilities_from_text(text).items()}
+            if not rows:
+                raise UsageError("the text names no capability the catalogue knows")
+
+        def render(rs: dict[str, Any]) -> None:
+            for cap, r in rs.items():
+                detail = ", ".join(r.get("matched") or r.get("phrases", []))
+                click.echo(f"{cap:<22} {r['description']}\n      {detail}")
+        _emit(rows, as_json, render)
+    _guard(run)
+
+
+@main.command()
+@click.argument("package", type=click.Path(file_okay=False))
+@click.option("--store", "store", type=click.Path(file_okay=False), required=True, help="the store the package was built in")
+@click.option("--json", "as_json", is_flag=True)
+def reverify(package: str, store: str, as_json: bool) -> None:
+    """Recompute every released answer from raw simulator arrays or dataset files, independently
+    of the evidence and construction code; exit 1 when any item is invalid."""
+    def run() -> None:
+        from forge.packaging import verify_package
+        from forge.store import Store
+        from forge_skills.reverify import reverify_package
+
+        target = Path(package)
+        if not (target / "manifest.json").exists():
+            raise UsageError(f"{target}: not a package (no manifest.json)")
+        problems = verify_package(target)
+        with Store(Path(store), read_only=True) as s:
+            report = reverify_package(s, target)
+        report["file_problems"] = problems
+
+        def render(r: dict[str, Any]) -> None:
+            click.echo(f"{r['items']} items: {r['valid']} valid, {r['invalid']} invalid "
+                       f"(valid rate {r['valid_rate']:.4f}); {len(problems)} file problems")
+            for iid, why in list(r["reasons"].items())[:20]:
+                click.echo(f"  {iid[:12]}  {why}")
+            for p in problems[:20]:
+                click.echo(f"  {p}")
+        _emit(report, as_json, render)
+        if report["invalid"] or problems:
+            sys.exit(1)
     _guard(run)
 
 

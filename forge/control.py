@@ -17,7 +17,8 @@ from langgraph.graph import END, START, StateGraph
 from forge.artifact_types import Template
 from forge.errors import ContractError, DefinitionError, SkillExecutionError
 from forge.executor import Executor, NodeResult
-from forge.gates import BindingSummary, GateLog, allocate, near_duplicates, blind_evaluation, grey_batches, judge_grey_batch, screen_invalid
+from forge.gates import (BindingSummary, GateLog, allocate, balance_answers, blind_evaluation, grey_batches,
+                         judge_grey_batch, near_duplicates, screen_invalid)
 from forge.planner import Workflow
 from forge.progress import Progress
 from forge.store import Store
@@ -215,6 +216,9 @@ class StageRunner:
         failed = self._failed_requirements(rejected_ids)
         rejected = {i: (self.executor.load(i).template, failed.get(i, [])) for i in rejected_ids}
         passed_b1 = screen_invalid(self.log, items, rejected)
+        balanced = balance_answers(self.log, {i: items[i] for i in passed_b1}, float(self.gates["blind_margin"]) / 2)
+        self.item_stats["balance_held"] = len(passed_b1) - len(balanced)
+        passed_b1 = balanced
         if self.ablate == "no-blind-eval":
             accepted, self.blind_reports = passed_b1, {}
         else:

@@ -59,3 +59,9 @@ class StoreError(ForgeError):
 
 class UnknownReferenceError(ForgeError):
     exit_code = 2
+
+
+class UsageError(ForgeError):
+    """A command was given something it cannot work on (not a package, text with no capability)."""
+
+    exit_code = 2

@@ -16,6 +16,7 @@ from forge.store import Batch, now
 
 GATE_A, GATE_B1, GATE_C1 = GateId("A"), GateId("B1"), GateId("C1")
 GATE_DUP = GateId("DUP")
+GATE_BAL = GateId("BAL")
 
 
 @dataclass
@@ -157,6 +158,44 @@ def blind_evaluation(log: GateLog, items: dict[str, OEItem], settings: dict[str,
             if not flagged:
                 kept.append(iid)
     return kept, reports
+
+
+# Question types whose answer is one displayed option: their answer texts can be balanced.
+BALANCED_TYPES = {"single_choice", "yes_no", "marked_object_choice", "multi_view_choice", "interval_choice",
+                  "temporal_choice", "grounding_choice"}
+
+
+def balance_answers(log: GateLog, items: dict[str, OEItem], slack: float) -> list[str]:
+    """Hold back items of over-represented answers, per template, until no answer has a share
+    above ``1 / options + slack``: a released template carries no answer prior. Which items are
+    kept is decided by id, so the choice is reproducible."""
+    by_template: dict[str, dict[str, list[str]]] = {}
+    kept: list[str] = []
+    for iid in sorted(items):
+        it = items[iid]
+        if it.question_type in BALANCED_TYPES:
+            by_template.setdefault(it.template, {}).setdefault(it.answer, []).append(iid)
+        else:
+            kept.append(iid)
+    for template, groups in by_template.items():
+        options = max(len(items[i].options) for ids in groups.values() for i in ids)
+        limit = 1.0 / max(1, options) + slack
+        counts = sorted((len(v) for v in groups.values()), reverse=True)
+        cap = 0
+        for m in range(counts[0], 0, -1):
+            capped = [min(c, m) for c in counts]
+            if len(capped) > 1 and max(capped) / sum(capped) <= limit:
+                cap = m
+                break
+        for answer, ids in groups.items():
+            for k, iid in enumerate(ids):
+                if k < cap:
+                    kept.append(iid)
+                    log.decide(GATE_BAL, iid, "OEItem", template, "pass")
+                else:
+                    log.decide(GATE_BAL, iid, "OEItem", template, "fail",
+                               {"answer": answer, "cap": cap, "max_share": round(limit, 4)})
+    return sorted(kept)
 
 
 def near_duplicates(log: GateLog, items: dict[str, OEItem], facts: dict[str, dict[str, Any]],

@@ -124,9 +124,26 @@ class OESpec(_Strict):
     """What the Offline-EQA track should contain."""
 
     items: int = Field(2000, ge=1, le=200_000)
-    capabilities: list[str] = Field(min_length=1)
+    focus: str | None = Field(None, description="what to evaluate, in free text; mapped to capabilities by the "
+                                                "capability catalogue when `capabilities` is absent")
+    capabilities: list[str] = Field(min_length=1, description="capabilities to cover; derived from `focus` when absent")
     question_types: list[str] = Field(min_length=1)
     templates: list[str] | Literal["all"] = "all"
+    tolerance: float = Field(0.05, ge=0.0, le=1.0, description="allowed shortfall of each capability target, as a "
+                                                               "fraction of the target, before composition is reported unmet")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _capabilities_from_focus(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("capabilities") and isinstance(data.get("focus"), str):
+            from forge.capability_catalogue import capabilities_from_text
+
+            found = capabilities_from_text(data["focus"])
+            if not found:
+                raise ValueError("focus names no capability the catalogue knows; list `capabilities` explicitly "
+                                 f"(known: {sorted(CAPABILITIES)})")
+            data = {**data, "capabilities": list(found)}
+        return data
 
     @field_validator("capabilities")
     @classmethod

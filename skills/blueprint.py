@@ -50,7 +50,16 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
         templates=[] if oe.templates == "all" else [{"name": t, "path": ""} for t in oe.templates],
         sources=sources, gates=intent.gates.model_dump(mode="json"),
         intent_hash=digest(ctx.params.intent),
+        capability_sources=_capability_sources(ctx.params.intent, oe.focus), composition_tolerance=oe.tolerance,
     )]
+
+
+def _capability_sources(raw: dict[str, Any], focus: str | None) -> dict[str, list[str]]:
+    if raw.get("oe", {}).get("capabilities") or not focus:
+        return {}
+    from forge.capability_catalogue import capabilities_from_text
+
+    return capabilities_from_text(focus)
 
 
 def _split(total: int, keys: list[str]) -> dict[str, int]:

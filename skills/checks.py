@@ -305,6 +305,9 @@ def binding_references(b: Binding, ctx: CheckContext) -> Outcome:
     for slot, value in b.slots.items():
         values = value if isinstance(value, list) else [value]
         kind = tpl.slots.get(slot, {}).get("kind")
+        if kind == "frame_window":
+            missing += [v for v in values if not (isinstance(v, int) and 0 <= v < len(ev.views))]
+            continue
         pool = views if kind in ("view_pair", "view") else categories if kind == "category" else names
         missing += [v for v in values if v not in pool]
     bad_view = b.view is not None and b.view not in views

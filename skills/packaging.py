@@ -137,6 +137,11 @@ def pixels_sha256(rgb) -> str:
     return hashlib.sha256(f"{rgb.shape}".encode() + rgb.tobytes()).hexdigest()
 
 
+def _within(achieved: int, target: int, tolerance: float) -> bool:
+    """At most ``tolerance`` of the target short (never less than one item of slack), never over."""
+    return target - max(1, round(target * tolerance)) <= achieved <= target
+
+
 def _composition(blueprint: Blueprint, items: list[OEItem]) -> dict[str, Any]:
     caps = Counter(i.capability for i in items)
     qts = Counter(i.question_type for i in items)
@@ -145,7 +150,13 @@ def _composition(blueprint: Blueprint, items: list[OEItem]) -> dict[str, Any]:
     return {
         "target_items": blueprint.items_target,
         "items": len(items),
-        "capabilities": {c: {"target": t, "achieved": caps.get(c, 0)} for c, t in sorted(blueprint.capability_targets.items())},
+        "tolerance": blueprint.composition_tolerance,
+        "composition_met": all(_within(caps.get(c, 0), t, blueprint.composition_tolerance)
+                               for c, t in blueprint.capability_targets.items()),
+        "capabilities": {c: {"target": t, "achieved": caps.get(c, 0),
+                             "within_tolerance": _within(caps.get(c, 0), t, blueprint.composition_tolerance),
+                             **({"chosen_by": blueprint.capability_sources[c]} if c in blueprint.capability_sources else {})}
+                         for c, t in sorted(blueprint.capability_targets.items())},
         "question_types": dict(sorted(qts.items())),
         "templates": dict(sorted(tpls.items())),
         "answer_positions": {t: {str(k): v for (tt, k), v in sorted(answers.items(), key=lambda x: (x[0][0], str(x[0][1])))
@@ -156,9 +167,11 @@ def _composition(blueprint: Blueprint, items: list[OEItem]) -> dict[str, Any]:
 def _readme(blueprint: Blueprint, composition: dict[str, Any], mod: str) -> str:
     lines = [f"# {blueprint.name} {blueprint.version}", "",
              f"Offline-EQA benchmark with {composition['items']} items.", "",
-             "| capability | target | achieved |", "|---|---|---|"]
+             f"Each capability meets its target within {composition['tolerance']:.0%} "
+             f"(at least one item of slack): {'yes' if composition['composition_met'] else 'no'}.", "",
+             "| capability | target | achieved | within tolerance |", "|---|---|---|---|"]
     for cap, row in composition["capabilities"].items():
-        lines.append(f"| {cap} | {row['target']} | {row['achieved']} |")
+        lines.append(f"| {cap} | {row['target']} | {row['achieved']} | {'yes' if row['within_tolerance'] else 'no'} |")
     if composition.get("media_referenced"):
         lines += ["", f"{composition['media_referenced']} media are not included because the source images may not be "
                       "redistributed. Rebuild them from your own copy of the dataset (needs numpy and Pillow):", "",

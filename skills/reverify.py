@@ -77,10 +77,8 @@ def _scene_rules(name: str, template: dict[str, Any], slots: dict[str, Any], sou
             return " > ".join(ordered)
         return "; ".join(f"{n} -> Frame {ranks[n] + 1}" for n in sorted(ranks))
     if name == "first_frame":
-        rank = first(slots["object"])
-        if rank is None or (rank == 0 and adm.get("comes_into_view", False)):
-            return None
-        return f"Frame {rank + 1}"
+        rank, (start, end) = first(slots["object"]), slots["window"]
+        return None if rank is None or not start <= rank <= end else f"Frame {rank - start + 1}"
     if name == "seen_along":
         most = max(int((arrays[f"seg_{v}"] == body[slots["object"]]).sum()) for v in frames)
         return "yes" if most >= min_px else ("no" if most == 0 else None)
@@ -336,6 +334,8 @@ def _media_problem(package: Path, row: dict[str, Any], template: dict[str, Any],
         if layout in ("multi_view", "frames", "first_last", "top_down_forward"):
             frames = _frames(source)
             ends = (frames[0], frames[-1]) if frames else ()
+            if "window" in slots:
+                frames = frames[slots["window"][0]: slots["window"][1] + 1]
             needed = {"frames": [v for v in source["views"] if v["index"] in frames],
                       "first_last": [v for v in source["views"] if v["index"] in ends],
                       "top_down_forward": [v for v in source["views"]

@@ -66,20 +66,37 @@ def _first_seen_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> lis
 
 
 def _first_frame_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    """The first frame of the window ``[start, end]`` (time ranks) that shows the object; every
+    frame before it, inside the window or not, shows none of it."""
+    start, end = slots["window"]
+    frames = ft.frames()
+    if not 0 <= start < end < len(frames):
+        return None, {"reason": "the window is not a run of registered frames"}
     rank = _first_rank(ft, slots["object"], tpl)
     if rank is None:
         return None, {"reason": "never clearly seen, or first seen only partly"}
-    if rank == 0 and tpl["admission"].get("comes_into_view", False):
-        return None, {"reason": "already in view at the start"}
-    return frame_label(rank), {"first_frame": frame_label(rank), "frames": len(ft.frames())}
+    if not start <= rank <= end:
+        return None, {"reason": "does not come into view inside the window"}
+    return frame_label(rank - start), {"first_frame": frame_label(rank), "window": [start, end]}
 
 
 def _first_frame_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
+    """One window per object, placed so that the object's first frame falls at varying positions
+    of the window: answers spread over the frames shown instead of piling on the first ones."""
+    size = min(int(tpl["answer_rule"].get("window", 4)), len(ft.frames()))
     out = []
-    for obj in ft.objects:
-        answer, d = _first_frame_derive(ft, None, {"object": obj}, tpl)
+    for k, obj in enumerate(ft.objects):
+        rank = _first_rank(ft, obj, tpl)
+        if rank is None:
+            continue
+        starts = [s for s in range(max(0, rank - size + 1), rank + 1) if s + size - 1 < len(ft.frames())]
+        if not starts:
+            continue
+        start = starts[(ft.evidence.scene_index + k) % len(starts)]
+        slots = {"object": obj, "window": [start, start + size - 1]}
+        answer, d = _first_frame_derive(ft, None, slots, tpl)
         if answer is not None:
-            out.append(Candidate({"object": obj}, answer, 1.0, d))
+            out.append(Candidate(slots, answer, 1.0, d))
     return out
 
 
@@ -298,7 +315,7 @@ def _marked_seen_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> li
 
 for _rule in (
     Rule("first_seen", _first_seen_candidates, _first_seen_derive, ("objects",), ("single_choice",)),
-    Rule("first_frame", _first_frame_candidates, _first_frame_derive, ("object",), ("temporal_choice",)),
+    Rule("first_frame", _first_frame_candidates, _first_frame_derive, ("object", "window"), ("temporal_choice",)),
     Rule("appearance_order", _appearance_order_candidates, _appearance_order_derive, ("objects",), ("ordered_list",)),
     Rule("seen_along", _seen_along_candidates, _seen_along_derive, ("object",), ("yes_no",)),
     Rule("frame_match", _frame_match_candidates, _frame_match_derive, ("objects",), ("matching",)),

@@ -119,7 +119,10 @@ def _presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, v
     layout = template.media.get("layout", "single_view")
     extra: dict[str, Any] = {}
     if layout == "frames":
-        media = [{"view": i, "rgb": ft.view(i).rgb, "label": f"Frame {k + 1}"} for k, i in enumerate(ft.frames())]
+        frames = ft.frames()
+        if "window" in cand.slots:  # a run of frames, relabelled from 1
+            frames = frames[cand.slots["window"][0]: cand.slots["window"][1] + 1]
+        media = [{"view": i, "rgb": ft.view(i).rgb, "label": f"Frame {k + 1}"} for k, i in enumerate(frames)]
         extra["frame_labels"] = [m["label"] for m in media]
     elif layout == "first_last":
         frames = ft.frames()
