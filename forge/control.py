@@ -135,6 +135,12 @@ class StageRunner:
         self._require("template", tpl, "template")
         self._check_coverage(tpl.verified)
         bind = self._run("bind", {**ids, "Template": tpl.verified})
+        if not bind.verified and not bind.rejected:
+            bp = self._blueprint()
+            raise ContractError(
+                f"no evidence of source {bp.sources[0]['kind']!r} admits a question for {', '.join(bp.capabilities)}: "
+                f"the source registers none of the facts these templates need",
+                hint="`forge resources` lists what each source registers; choose capabilities it can support")
         self._require("bind", bind, "binding")
         update: dict[str, Any] = {"ids": {"Template": tpl.verified, "Binding": bind.verified}}
         extra = self._extra_units(bind.verified, state)
@@ -216,7 +222,8 @@ class StageRunner:
         failed = self._failed_requirements(rejected_ids)
         rejected = {i: (self.executor.load(i).template, failed.get(i, [])) for i in rejected_ids}
         passed_b1 = screen_invalid(self.log, items, rejected)
-        balanced = balance_answers(self.log, {i: items[i] for i in passed_b1}, float(self.gates["blind_margin"]) / 2)
+        balanced = balance_answers(self.log, {i: items[i] for i in passed_b1}, float(self.gates["blind_margin"]) / 2,
+                                   int(self.gates["min_blind_items"]))
         self.item_stats["balance_held"] = len(passed_b1) - len(balanced)
         passed_b1 = balanced
         if self.ablate == "no-blind-eval":

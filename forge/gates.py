@@ -165,10 +165,11 @@ BALANCED_TYPES = {"single_choice", "yes_no", "marked_object_choice", "multi_view
                   "temporal_choice", "grounding_choice"}
 
 
-def balance_answers(log: GateLog, items: dict[str, OEItem], slack: float) -> list[str]:
+def balance_answers(log: GateLog, items: dict[str, OEItem], slack: float, min_items: int) -> list[str]:
     """Hold back items of over-represented answers, per template, until no answer has a share
     above ``1 / options + slack``: a released template carries no answer prior. Which items are
-    kept is decided by id, so the choice is reproducible."""
+    kept is decided by id, so the choice is reproducible. Templates with fewer than
+    ``min_items`` items are left alone (too few to show a prior, as for the blind gate)."""
     by_template: dict[str, dict[str, list[str]]] = {}
     kept: list[str] = []
     for iid in sorted(items):
@@ -178,6 +179,9 @@ def balance_answers(log: GateLog, items: dict[str, OEItem], slack: float) -> lis
         else:
             kept.append(iid)
     for template, groups in by_template.items():
+        if sum(len(ids) for ids in groups.values()) < min_items:
+            kept += [i for ids in groups.values() for i in ids]
+            continue
         options = max(len(items[i].options) for ids in groups.values() for i in ids)
         limit = 1.0 / max(1, options) + slack
         counts = sorted((len(v) for v in groups.values()), reverse=True)

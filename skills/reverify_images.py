@@ -35,7 +35,7 @@ def _labels(path: Path, crop: list[int]) -> tuple[float | None, list[dict[str, A
         if inside <= 0:
             continue
         area = 0.5 * abs(np.dot(xy[:, 0], np.roll(xy[:, 1], -1)) - np.dot(xy[:, 1], np.roll(xy[:, 0], -1)))
-        out.append({"name": f"{parts[8]} #{index}", "category": parts[8], "difficult": len(parts) > 9 and parts[9] == "1", "area": area * inside,
+        out.append({"name": f"{parts[8]} #{index}", "category": parts[8], "difficult": len(parts) > 9 and parts[9] == "1", "area": float(round(area * inside)),
                     "inside": inside, "center": xy.mean(axis=0) - np.array([x0, y0])})
     return gsd, out
 
