@@ -7,6 +7,7 @@ every invocation already stored is reused and only the missing ones execute.
 
 from __future__ import annotations
 
+import json
 import math
 import operator
 import time
@@ -185,8 +186,16 @@ class StageRunner:
 
     def _binding_summaries(self, ids: list[str]) -> dict[str, BindingSummary]:
         rows = self.store.fields(ids, {"template": "$.template", "answer": "$.answer",
-                                       "capability": "$.presentation.capability"})
-        return {bid: BindingSummary(**f) for bid, f in rows.items()}
+                                       "capability": "$.presentation.capability",
+                                       "intervals": "$.presentation.options.intervals"})
+        out = {}
+        for bid, f in rows.items():
+            intervals = json.loads(f.pop("intervals") or "null")
+            if intervals:  # balance the interval a count falls in, not the raw count
+                value = float(f["answer"])
+                f["answer"] = next((label for lo, hi, label in intervals if lo <= value <= hi), f["answer"])
+            out[bid] = BindingSummary(**f)
+        return out
 
     def _blueprint(self):
         return self.executor.load(self.results["blueprint"].verified[0])

@@ -107,6 +107,9 @@ class ImageFolderSource(_Strict):
     root: str = Field(description="dataset folder, relative to the intent file")
     tile: int = Field(600, ge=128, le=4096, description="DOTA: tile size in pixels (images are split like DOTA_devkit)")
     tile_overlap: int = Field(100, ge=0, le=1024)
+    zoom: int = Field(0, ge=0, le=2048, description="DOTA: also cut square zoomed crops of this size whose border "
+                                                    "cuts no box, so every object in them can be counted (0: none)")
+    zooms_per_image: int = Field(6, ge=1, le=100)
     scenes: int | None = Field(None, ge=1, description="ignored: the folder decides the unit count")
     media: Literal["auto", "copy", "reference"] = Field(
         "auto", description="copy pixels into the package, or only reference the dataset files; auto follows "
@@ -129,8 +132,19 @@ class OESpec(_Strict):
     capabilities: list[str] = Field(min_length=1, description="capabilities to cover; derived from `focus` when absent")
     question_types: list[str] = Field(min_length=1)
     templates: list[str] | Literal["all"] = "all"
+    weights: dict[str, float] = Field(default_factory=dict, description="relative share of a capability's items "
+                                                                       "(1 when absent), e.g. {counting: 0.5}")
     tolerance: float = Field(0.05, ge=0.0, le=1.0, description="allowed shortfall of each capability target, as a "
                                                                "fraction of the target, before composition is reported unmet")
+
+    @model_validator(mode="after")
+    def _weights_name_capabilities(self) -> "OESpec":
+        unknown = sorted(set(self.weights) - set(self.capabilities))
+        if unknown:
+            raise ValueError(f"weights name capabilities the intent does not ask for: {unknown}")
+        if any(w <= 0 for w in self.weights.values()):
+            raise ValueError("weights must be positive")
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -120,6 +120,36 @@ def tile_origins(size: int, tile: int, overlap: int) -> list[int]:
     return [round(i * (size - tile) / (n - 1)) for i in range(n)]
 
 
+def clean_windows(labels: DotaLabels, width: int, height: int, size: int, limit: int) -> list[list[int]]:
+    """Up to ``limit`` non-overlapping square windows in which, for some category, the border cuts
+    no box of that category and at least two of its boxes lie whole inside: zoomed crops in
+    which every object of that kind can be counted."""
+    if size <= 0 or size > min(width, height):
+        return []
+    boxes = [(min(b.polygon[0::2]), min(b.polygon[1::2]), max(b.polygon[0::2]), max(b.polygon[1::2]), b.category)
+             for b in labels.boxes]
+    chosen: list[list[int]] = []
+    step = max(16, size // 4)
+    for y in range(0, height - size + 1, step):
+        for x in range(0, width - size + 1, step):
+            x1, y1 = x + size, y + size
+            if any(not (cx >= x1 or cy >= y1 or x >= ex or y >= ey) for cx, cy, ex, ey in
+                   [(c[0], c[1], c[2], c[3]) for c in chosen]):
+                continue  # overlaps a window already chosen
+            inside: dict[str, int] = {}
+            cut: set[str] = set()
+            for bx0, by0, bx1, by1, category in boxes:
+                if bx0 >= x and by0 >= y and bx1 <= x1 and by1 <= y1:
+                    inside[category] = inside.get(category, 0) + 1
+                elif not (bx1 < x or by1 < y or bx0 > x1 or by0 > y1):
+                    cut.add(category)
+            if any(n >= 2 and c not in cut for c, n in inside.items()):
+                chosen.append([x, y, x1, y1])
+                if len(chosen) >= limit:
+                    return chosen
+    return chosen
+
+
 class Adapter(Protocol):
     name: str
     redistribute: bool
@@ -156,6 +186,10 @@ class DotaAdapter:
                     out.append({"kind": "tile", "files": [str(image.relative_to(root))],
                                 "labels": str(label.relative_to(root)),
                                 "crop": [x, y, min(width, x + tile), min(height, y + tile)]})
+            zoom = int(source.get("zoom", 0))
+            for crop in clean_windows(parse_dota(label), width, height, zoom, int(source.get("zooms_per_image", 6))):
+                out.append({"kind": "zoom", "files": [str(image.relative_to(root))],
+                            "labels": str(label.relative_to(root)), "crop": crop})
         return out
 
     def rejected(self, root: Path) -> dict[str, str]:

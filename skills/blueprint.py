@@ -28,7 +28,7 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
     """Capability targets, question types, source sizing and gate settings from the intent."""
     intent = Intent.model_validate(ctx.params.intent)
     oe = intent.oe
-    per_cap = _split(oe.items, oe.capabilities)
+    per_cap = _split(oe.items, oe.capabilities, oe.weights)
     sources = []
     for src in intent.sources:
         entry = src.model_dump(mode="json")
@@ -62,6 +62,11 @@ def _capability_sources(raw: dict[str, Any], focus: str | None) -> dict[str, lis
     return capabilities_from_text(focus)
 
 
-def _split(total: int, keys: list[str]) -> dict[str, int]:
-    base, extra = divmod(total, len(keys))
-    return {k: base + (1 if i < extra else 0) for i, k in enumerate(keys)}
+def _split(total: int, keys: list[str], weights: dict[str, float] | None = None) -> dict[str, int]:
+    """Item targets per capability in proportion to the weights (largest remainders)."""
+    w = {k: float((weights or {}).get(k, 1.0)) for k in keys}
+    exact = {k: total * w[k] / sum(w.values()) for k in keys}
+    out = {k: int(math.floor(v)) for k, v in exact.items()}
+    for k in sorted(keys, key=lambda k: (out[k] - exact[k], keys.index(k)))[: total - sum(out.values())]:
+        out[k] += 1
+    return out
