@@ -17,14 +17,23 @@ from forge_skills.template_library import builtin_root
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def prepare(items: int, workers: int, prefix: str, *, copy_templates: bool = True) -> tuple[Path, Path, BuildOptions]:
-    """(work folder, intent path, build options) for ``items`` items of the example intent."""
+def prepare(items: int, workers: int, prefix: str, *, copy_templates: bool = True,
+            example: str = "tabletop_spatial") -> tuple[Path, Path, BuildOptions]:
+    """(work folder, intent path, build options) for ``items`` items of an example intent."""
+    from forge.resources import descriptor
+
     work = Path(tempfile.mkdtemp(prefix=prefix))
-    intent: dict[str, Any] = yaml.safe_load((ROOT / "examples" / "tabletop_spatial.yaml").read_text())
+    intent: dict[str, Any] = yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text())
     intent["oe"]["items"] = items
-    if copy_templates:
+    for src in intent["sources"]:
+        if "root" in src:
+            src["root"] = str((ROOT / "examples" / src["root"]).resolve())
+    if copy_templates:  # an editable copy of the source's template families
         intent["templates_dirs"] = ["templates"]
-        shutil.copytree(builtin_root() / "tabletop", work / "templates")
+        (work / "templates").mkdir()
+        for family in descriptor(intent["sources"][0]["kind"]).templates:
+            for f in (builtin_root() / family).glob("*.yaml"):
+                shutil.copy(f, work / "templates" / f.name)
     path = work / "intent.yaml"
     path.write_text(yaml.safe_dump(intent, sort_keys=False))
     return work, path, BuildOptions(store_dir=work / "store", out_dir=work / "out", workers=workers, progress=False)

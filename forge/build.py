@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 import time
 import uuid
@@ -136,6 +138,8 @@ def _summary(runner: StageRunner, state: dict[str, Any], build_id: str, store_di
         "items_released": pkg.counts["items"],
         "artifacts_repaired": len(replaced),
         "items_near_duplicates": stats.get("duplicates", 0),
+        "items_held_for_balance": stats.get("balance_held", 0),
+        "composition_met": _composition_met(path),
         "rejections": {"contracts": len(contract_rejected),
                        "gate_A": len(stats.get("grey_held", [])), "gate_C1": len(blind_held)},
         "gates": runner.log.counts,
@@ -151,3 +155,11 @@ def _summary(runner: StageRunner, state: dict[str, Any], build_id: str, store_di
         "package_path": str(path),
         "package_written": written,
     }
+
+
+def _composition_met(package: Path) -> bool | None:
+    """Whether the released package meets every capability target within the stated tolerance."""
+    try:
+        return bool(json.loads((package / "composition.json").read_text())["composition_met"])
+    except (OSError, KeyError, ValueError):
+        return None

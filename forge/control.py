@@ -44,6 +44,7 @@ class BuildState(TypedDict, total=False):
 # Synthesis realizes this much more than the targets ask, to absorb rejections at the gates.
 HEADROOM = 1.15
 MAX_TOPUPS = 3
+MAX_REFILLS = 2  # realize rounds after S5 screening, per build
 
 
 class StageRunner:
@@ -69,6 +70,9 @@ class StageRunner:
         self.item_stats: dict[str, Any] = {}
         self.blind_reports: dict[str, dict] = {}
         self.grey: dict[str, bool] = {}
+        self._realized: set[str] = set()  # bindings realized so far (allocation plus refills)
+        self._disabled: set[str] = set()  # templates held back by gate A
+        self._refills = 0
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -182,7 +186,37 @@ class StageRunner:
         self.item_stats.update({"candidates": len(items_ok) + len(items_bad), "contract_rejected": items_bad,
                                 "grey_held": held, "bindings": len(bindings),
                                 "bindings_realized": sum(len(v) for v in plan.values())})
+        self._realized = {b for t in grey for b in grey[t]} | set(full)
+        self._disabled = disabled
         return {"ids": {"OEItem": kept}}
+
+    def _refill(self, accepted: dict[str, Any], binding_ids: list[str]) -> list[str]:
+        """Realize more bindings of capabilities that gates left short of their targets: balance,
+        blind and duplicate screening happen after allocation, so allocation's headroom can fall
+        short. Only templates that passed gate A and are not flagged blind are drawn from."""
+        bp = self._blueprint()
+        have: dict[str, int] = {}
+        for it in accepted.values():
+            have[it.capability] = have.get(it.capability, 0) + 1
+        short = {c: t - have.get(c, 0) for c, t in bp.capability_targets.items() if have.get(c, 0) < t}
+        if not short:
+            return []
+        flagged = {t for t, r in self.blind_reports.items() if r.get("flagged")}
+        unused = [b for b in binding_ids if b not in self._realized]
+        summaries = {b: s for b, s in self._binding_summaries(unused).items()
+                     if s.capability in short and s.template not in self._disabled | flagged}
+        if not summaries:
+            return []
+        need = type(bp)(**{**bp.model_dump(), "capability_targets": {c: math.ceil(n * 1.5) for c, n in short.items()}})
+        plan = allocate(need, summaries, 1.0)
+        chosen = [b for bids in plan.values() for b in bids]
+        if not chosen:
+            return []
+        self._realized |= set(chosen)
+        r = self._run("realize", {"Binding": chosen}, label="S5 refill")
+        self.item_stats["candidates"] = self.item_stats.get("candidates", 0) + len(r.verified) + len(r.rejected)
+        self.item_stats["refilled"] = self.item_stats.get("refilled", 0) + len(r.verified)
+        return r.verified
 
     def _binding_summaries(self, ids: list[str]) -> dict[str, BindingSummary]:
         rows = self.store.fields(ids, {"template": "$.template", "answer": "$.answer",
@@ -219,9 +253,20 @@ class StageRunner:
         return max(1, min(units, math.ceil(units * (1.0 / worst - 1.0) * 1.1)))
 
     def s5_verify(self, state: BuildState) -> dict[str, Any]:
-        """Gates B1 and C1 over the current item pool; failures are left for the repair loop."""
-        ids = state["ids"]
-        pool = list(ids["OEItem"])
+        """Gates B1, balance, C1 and DUP over the item pool, refilled while a capability is short
+        and unrealized bindings remain; failures are left for the repair loop."""
+        pool = list(state["ids"]["OEItem"])
+        for _ in range(MAX_REFILLS + 1):
+            accepted = self._screen(pool)
+            extra = self._refill(accepted, state["ids"]["Binding"]) if self._refills < MAX_REFILLS else []
+            if not extra:
+                break
+            self._refills += 1
+            pool += extra
+        return {"ids": {"OEItem": pool}}
+
+    def _screen(self, pool: list[str]) -> dict[str, Any]:
+        """Accepted items of the pool after every S5 gate (also recorded in ``item_stats``)."""
         if self.ablate == "final-stage-only" and not self._final_checked:
             pool = self._final_stage_contracts(pool)
         self.executor.preload(pool)
@@ -245,7 +290,7 @@ class StageRunner:
         unique = near_duplicates(self.log, {i: items[i] for i in accepted}, facts)
         self.item_stats["duplicates"] = len(accepted) - len(unique)
         self.item_stats["accepted"] = unique
-        return {"ids": {"OEItem": pool}}
+        return {i: items[i] for i in unique}
 
     def wants_repair(self, state: BuildState) -> str:
         if self.repair is None or self.repair.rounds > self.repair.settings.budget:
