@@ -139,6 +139,7 @@ def _summary(runner: StageRunner, state: dict[str, Any], build_id: str, store_di
         "artifacts_repaired": len(replaced),
         "items_near_duplicates": stats.get("duplicates", 0),
         "items_held_for_balance": stats.get("balance_held", 0),
+        "items_refilled": stats.get("refilled", 0),
         "composition_met": _composition_met(path),
         "rejections": {"contracts": len(contract_rejected),
                        "gate_A": len(stats.get("grey_held", [])), "gate_C1": len(blind_held)},

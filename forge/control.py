@@ -215,7 +215,7 @@ class StageRunner:
         self._realized |= set(chosen)
         r = self._run("realize", {"Binding": chosen}, label="S5 refill")
         self.item_stats["candidates"] = self.item_stats.get("candidates", 0) + len(r.verified) + len(r.rejected)
-        self.item_stats["refilled"] = self.item_stats.get("refilled", 0) + len(r.verified)
+        self.item_stats["refilled"] = self.item_stats.get("refilled", 0) + len(chosen)
         return r.verified
 
     def _binding_summaries(self, ids: list[str]) -> dict[str, BindingSummary]:

@@ -38,6 +38,17 @@ class ObjectCount(_Strict):
         return self
 
 
+class CountRange(_Strict):
+    min: int = Field(1, ge=0, le=4)
+    max: int = Field(2, ge=0, le=4)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "CountRange":
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
+        return self
+
+
 class TabletopSource(_Strict):
     """pybullet tabletop scenes: an arm beside a table with objects on it."""
 
@@ -48,17 +59,9 @@ class TabletopSource(_Strict):
     views: int = Field(3, ge=2, le=6, description="camera views per scene")
     image: ImageSize = ImageSize()
     categories: list[str] | None = Field(None, description="object categories to draw from; all when absent")
-
-
-class CountRange(_Strict):
-    min: int = Field(1, ge=0, le=4)
-    max: int = Field(2, ge=0, le=4)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "CountRange":
-        if self.min > self.max:
-            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
-        return self
+    trays: CountRange = Field(default_factory=lambda: CountRange(min=0, max=1),
+                                description="trays on the table, with objects put in them")
+    lying_fraction: float = Field(0.0, ge=0.0, le=1.0, description="share of objects with an up axis dropped on their side")
 
 
 class RoomSource(_Strict):

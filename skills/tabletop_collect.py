@@ -16,6 +16,7 @@ ARM_BASE = (-0.62, 0.0, TABLE_TOP_Z)
 AREA_X = (-0.30, 0.45)
 AREA_Y = (-0.36, 0.36)
 MIN_SEPARATION = 0.13
+TRAY_SCALE = 0.5  # a 30 cm tray on the table
 
 
 class SceneParams(BaseModel):
@@ -42,11 +43,26 @@ def plan_tabletop_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneS
     rng = np.random.default_rng(seed)
     n = int(rng.integers(src["objects"]["min"], src["objects"]["max"] + 1))
     picks = pick_objects(rng, cat, categories, n, "tabletop")
-    objects = [make_object(cat, color, category, "tabletop", x, y, float(rng.uniform(0, 6.283)))
-               for (x, y), (color, category) in zip(placements(rng, len(picks), AREA_X, AREA_Y, MIN_SEPARATION), picks)]
     robot = cat["robots"][src["robot"]]
     bodies = [BodySpec(name="table", category="table", urdf="table/table.urdf", position=[0, 0, 0]),
               BodySpec(name="arm", category="robot", urdf=robot["urdf"], position=list(ARM_BASE), joints=robot["home"])]
+    trays = src.get("trays") or {"min": 0, "max": 0}
+    n_trays = int(rng.integers(trays["min"], trays["max"] + 1)) if trays["max"] else 0
+    spots: list[tuple[float, float, float | None]] = []
+    taken: list[tuple[float, float, float]] = []
+    for k, (x, y) in enumerate(placements(rng, n_trays, AREA_X, AREA_Y, 0.4)):
+        bodies.append(BodySpec(name=f"tray {k + 1}", category="tray", urdf=cat["furniture"]["tray"]["urdf"],
+                               position=[round(x, 4), round(y, 4), TABLE_TOP_Z], yaw=round(float(rng.uniform(0, 1.57)), 4),
+                               scale=TRAY_SCALE))
+        spots.append((x, y, TABLE_TOP_Z + 0.1))  # one object dropped into each tray
+        taken.append((x, y, 0.22))
+    free = placements(rng, len(picks) - len(spots), AREA_X, AREA_Y, MIN_SEPARATION, taken)
+    spots += [(x, y, None) for x, y in free]
+    objects = []
+    for (x, y, z), (color, category) in zip(spots, picks):
+        lying = cat["categories"][category].get("upright") and rng.random() < src.get("lying_fraction", 0.0)
+        objects.append(make_object(cat, color, category, "tabletop", x, y, float(rng.uniform(0, 6.283)), z=z,
+                                   roll=1.5708 if lying else 0.0))
     cameras = _camera_rig(rng, src["views"], src["image"]["width"], src["image"]["height"])
     return [SceneSpec(source_kind=src["kind"], scene_index=index, seed=seed, robot=src["robot"], objects=objects,
                       cameras=cameras, layout="tabletop", bodies=bodies, support_height=TABLE_TOP_Z)]
