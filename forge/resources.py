@@ -71,5 +71,6 @@ def describe() -> list[dict[str, Any]]:
         ok, why = d.available()
         rows.append({"kind": d.kind, "track": d.track, "simulator": d.simulator, "available": ok,
                      "reason": why, "description": " ".join(d.description.split()),
-                     "operations": sorted(d.operations), "fields": sorted(d.fields)})
+                     "operations": sorted(d.operations), "fields": sorted(d.fields), "templates": d.templates,
+                     "licence": d.licence})
     return rows

@@ -115,3 +115,20 @@ def test_scorers():
     for perm in itertools.permutations(range(3)):
         k = dict(order, answer_indices=list(perm))
         assert oe_scorer.score_item(k, ", ".join(L[i] for i in perm)) == 1.0
+
+
+def test_matching_and_temporal_scorers():
+    match = {"scoring": {"protocol": "matching"}, "options": ["red cube", "blue ball", "duck"],
+             "targets": ["Frame 1", "Frame 2", "Frame 3", "Frame 4"], "answer_indices": [1, 0, 3]}
+    for good in ("A=2, B=1, C=4", "a: Frame 2; b: Frame 1; c: Frame 4", "C=4, A=2, B=1", [2, 1, 4]):
+        assert oe_scorer.score_item(match, good) == 1.0, good
+    for bad in ("A=2, B=1", "A=2, B=1, C=3", "A=2, A=1, C=4", "A=9, B=1, C=4", "2, 1, 4", None, ""):
+        assert oe_scorer.score_item(match, bad) == 0.0, bad
+    assert oe_scorer.secondary(match, "A=2, B=1, C=3")["pairs_correct"] == 2 / 3
+    assert oe_scorer.secondary(match, "nonsense")["pairs_correct"] == 0.0
+    temporal = {"scoring": {"protocol": "exact_choice"}, "options": ["Frame 1", "Frame 2", "Frame 3"], "answer_index": 1}
+    assert oe_scorer.score_item(temporal, "B") == 1.0 and oe_scorer.score_item(temporal, "Frame 2") == 1.0
+    assert oe_scorer.score_item(temporal, "Frame 3") == 0.0 and oe_scorer.score_item(temporal, "2") == 0.0
+    result = oe_scorer.score_all({"m": dict(match, capability="temporal", question_type="matching", template="t")},
+                                 {"m": "A=2, B=1, C=3"})
+    assert result["accuracy"] == 0.0 and result["mean_pairs_correct"] == 2 / 3
