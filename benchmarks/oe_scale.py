@@ -54,6 +54,7 @@ def main() -> None:
     print(f"peak memory                  {peak_self:.0f} MB main process, {peak_children:.0f} MB largest worker")
     print(f"one-template rebuild         {t_one:.1f} s = {t_one / t_full:.3f} of full  "
           f"(skills executed {one['skills_executed']}, items re-created {one['nodes']['realize']['created']})")
+    print("  " + ", ".join(f"{stage} {sec:.1f} s" for stage, sec in one["stage_seconds"].items()))
     shutil.rmtree(work, ignore_errors=True)
 
 

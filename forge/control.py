@@ -19,7 +19,7 @@ from forge.artifact_types import Template
 from forge.errors import ContractError, DefinitionError, SkillExecutionError
 from forge.executor import Executor, NodeResult
 from forge.gates import (BindingSummary, GateLog, allocate, balance_answers, blind_evaluation, grey_batches,
-                         judge_grey_batch, near_duplicates, screen_invalid)
+                         judge_grey_batch, near_duplicates, screen_invalid, StoreMemo)
 from forge.planner import Workflow
 from forge.progress import Progress
 from forge.store import Store
@@ -73,6 +73,8 @@ class StageRunner:
         self._realized: set[str] = set()  # bindings realized so far (allocation plus refills)
         self._disabled: set[str] = set()  # templates held back by gate A
         self._refills = 0
+        self._blind_memo: StoreMemo | None = None  # C1 reports by input digest (persisted in the store)
+        self._summaries: dict[str, BindingSummary] = {}  # bindings are immutable: summarize each once
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -219,17 +221,17 @@ class StageRunner:
         return r.verified
 
     def _binding_summaries(self, ids: list[str]) -> dict[str, BindingSummary]:
-        rows = self.store.fields(ids, {"template": "$.template", "answer": "$.answer",
-                                       "capability": "$.presentation.capability",
-                                       "intervals": "$.presentation.options.intervals"})
-        out = {}
+        missing = [b for b in ids if b not in self._summaries]
+        rows = self.store.fields(missing, {"template": "$.template", "answer": "$.answer",
+                                           "capability": "$.presentation.capability",
+                                           "intervals": "$.presentation.options.intervals"}) if missing else {}
         for bid, f in rows.items():
             intervals = json.loads(f.pop("intervals") or "null")
             if intervals:  # balance the interval a count falls in, not the raw count
                 value = float(f["answer"])
                 f["answer"] = next((label for lo, hi, label in intervals if lo <= value <= hi), f["answer"])
-            out[bid] = BindingSummary(**f)
-        return out
+            self._summaries[bid] = BindingSummary(**f)
+        return {b: self._summaries[b] for b in ids if b in self._summaries}
 
     def _blueprint(self):
         return self.executor.load(self.results["blueprint"].verified[0])
@@ -283,7 +285,11 @@ class StageRunner:
         if self.ablate == "no-blind-eval":
             accepted, self.blind_reports = passed_b1, {}
         else:
-            accepted, self.blind_reports = blind_evaluation(self.log, {i: items[i] for i in passed_b1}, self.gates)
+            if self._blind_memo is None:
+                self._blind_memo = StoreMemo(self.store)
+            accepted, self.blind_reports = blind_evaluation(self.log, {i: items[i] for i in passed_b1}, self.gates,
+                                                            self._blind_memo)
+            self._blind_memo.flush()
         self.item_stats["blind_held"] = sorted(set(passed_b1) - set(accepted))
         facts = self.store.fields([items[i].binding for i in accepted],
                                   {"scene": "$.scene_index", "view": "$.view", "slots": "$.slots"})

@@ -1,17 +1,19 @@
-"""Quality gates of the OE track: A (grey batch per template), B1 (invalid-item screening)
-and C1 (evidence-blind evaluation). Gate settings come from the intent; a decision is stored
-for every item (and every template for A and C1)."""
+"""Quality gates of the OE track: A (grey batch per template), B1 (invalid-item screening),
+BAL (answer balance), C1 (evidence-blind evaluation) and DUP (near duplicates). Gate settings
+come from the intent; a decision is stored for every item (and every template for A and C1)."""
 
 from __future__ import annotations
 
 import json
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from forge.artifact_types import OEItem
 from forge.blind import blind_report
-from forge.keys import GateId
+from forge.keys import GateId, digest
 from forge.store import Batch, now
 
 GATE_A, GATE_B1, GATE_C1 = GateId("A"), GateId("B1"), GateId("C1")
@@ -31,8 +33,9 @@ class GateLog:
 
     def decide(self, gate: GateId, subject_id: str, subject_type: str, template: str, decision: str,
                details: dict[str, Any] | None = None) -> None:
+        # Details are serialized at flush: most decisions are overwritten by a later round.
         self.rows[(gate.value, subject_id)] = (self.build_id, gate.value, subject_id, subject_type, template, decision,
-                                              json.dumps(details or {}, sort_keys=True, default=str), now())
+                                              details, now())
 
     @property
     def counts(self) -> dict[str, dict[str, int]]:
@@ -46,7 +49,7 @@ class GateLog:
     def flush(self, store) -> None:
         batch = Batch()
         for r in self.rows.values():
-            batch.add("gate_decisions", r)
+            batch.add("gate_decisions", (*r[:6], json.dumps(r[6] or {}, sort_keys=True, default=str), r[7]))
         store.execute("DELETE FROM gate_decisions WHERE build_id = ?", [self.build_id])
         store.write(batch)
 
@@ -137,15 +140,25 @@ def screen_invalid(log: GateLog, items: dict[str, OEItem], rejected: dict[str, t
     return sorted(items)
 
 
-def blind_evaluation(log: GateLog, items: dict[str, OEItem], settings: dict[str, Any]) -> tuple[list[str], dict[str, dict]]:
-    """C1: per template, blind solvers must stay near chance; flagged templates are held back."""
+def blind_evaluation(log: GateLog, items: dict[str, OEItem], settings: dict[str, Any],
+                     memo: dict[str, dict] | None = None) -> tuple[list[str], dict[str, dict]]:
+    """C1: per template, blind solvers must stay near chance; flagged templates are held back.
+
+    A report is a pure function of the items (content-addressed ids) and the solver code, so
+    ``memo`` (key -> report) lets unchanged templates skip the solvers."""
     by_template: dict[str, list[tuple[str, OEItem]]] = {}
     for iid in sorted(items):
         by_template.setdefault(items[iid].template, []).append((iid, items[iid]))
     kept: list[str] = []
     reports: dict[str, dict] = {}
     for template, group in sorted(by_template.items()):
-        report = blind_report(group)
+        key = digest("C1", blind_code_version(), [iid for iid, _ in group])
+        if memo is not None and key in memo:
+            report = dict(memo[key])
+        else:
+            report = blind_report(group)
+            if memo is not None:
+                memo[key] = dict(report)
         enough = report["items"] >= settings["min_blind_items"]
         flagged = enough and report["excess"] > settings["blind_margin"] and report["p_value"] < settings["blind_alpha"]
         report.update({"flagged": flagged, "tested": enough,
@@ -158,6 +171,40 @@ def blind_evaluation(log: GateLog, items: dict[str, OEItem], settings: dict[str,
             if not flagged:
                 kept.append(iid)
     return kept, reports
+
+
+class StoreMemo(dict):
+    """Gate results by input digest: looked up in the store on first use, new ones written back
+    by :meth:`flush`."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__()
+        self.store = store
+        self.new: dict[str, Any] = {}
+
+    def __contains__(self, key: object) -> bool:
+        if dict.__contains__(self, key):
+            return True
+        found = self.store.memo_get([str(key)])
+        dict.update(self, found)
+        return bool(found)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        dict.__setitem__(self, key, value)
+        self.new[key] = value
+
+    def flush(self) -> None:
+        self.store.memo_put(self.new)
+        self.new = {}
+
+
+@lru_cache(maxsize=1)
+def blind_code_version() -> str:
+    """The solvers' and scorer's source: a report computed by other code is not reused."""
+    import forge.blind
+    import forge_skills.oe_scorer
+
+    return digest(Path(forge.blind.__file__).read_text(), Path(forge_skills.oe_scorer.__file__).read_text())
 
 
 # Question types whose answer is one displayed option: their answer texts can be balanced.

@@ -57,6 +57,7 @@ CREATE TABLE IF NOT EXISTS diagnoses (
     category VARCHAR, cause VARCHAR, producer VARCHAR, template VARCHAR, operator VARCHAR, attempt INTEGER,
     root VARCHAR, grp VARCHAR, detail VARCHAR, diagnosed_at TIMESTAMP);
 ALTER TABLE diagnoses ADD COLUMN IF NOT EXISTS scope VARCHAR;
+CREATE TABLE IF NOT EXISTS gate_memo (key VARCHAR, value VARCHAR);
 CREATE TABLE IF NOT EXISTS repairs (
     build_id VARCHAR, round INTEGER, operator VARCHAR, violated VARCHAR, priors VARCHAR, new VARCHAR,
     rebuilt VARCHAR, status VARCHAR, error VARCHAR, seconds DOUBLE, repaired_at TIMESTAMP);
@@ -294,6 +295,18 @@ class Store(BlobStore):
         return {
             r[0]: StoredArtifact(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows
         }
+
+    def memo_get(self, keys: Iterable[str]) -> dict[str, Any]:
+        """Stored results of pure gate computations (keyed by a digest of their inputs)."""
+        rows = self._ids_query("SELECT key, value FROM gate_memo WHERE key IN (SELECT id FROM _ids)", keys)
+        return {k: json.loads(v) for k, v in rows}
+
+    def memo_put(self, entries: dict[str, Any]) -> None:
+        if entries:
+            known = set(self.memo_get(entries))
+            rows = [(k, json.dumps(v, sort_keys=True)) for k, v in entries.items() if k not in known]
+            if rows:
+                self.con.executemany("INSERT INTO gate_memo VALUES (?, ?)", rows)
 
     def fields(self, ids: Iterable[str], paths: dict[str, str]) -> dict[str, dict[str, str | None]]:
         """Selected JSON fields of artifacts' content (``name -> JSON path``), without loading them."""
