@@ -32,30 +32,39 @@ def _labels(path: Path, crop: list[int]) -> tuple[float | None, list[dict[str, A
         index += 1
         xy = np.array([float(v) for v in parts[:8]]).reshape(4, 2)
         inside = _inside_fraction(xy, crop)
-        if inside <= 0:
-            continue
-        area = 0.5 * abs(np.dot(xy[:, 0], np.roll(xy[:, 1], -1)) - np.dot(xy[:, 1], np.roll(xy[:, 0], -1)))
+        if inside * _shoelace(xy) < 1.0:
+            continue  # outside the tile
+        area = _shoelace(xy)
         out.append({"name": f"{parts[8]} #{index}", "category": parts[8], "difficult": len(parts) > 9 and parts[9] == "1", "area": float(round(area * inside)),
                     "inside": inside, "center": xy.mean(axis=0) - np.array([x0, y0])})
     return gsd, out
 
 
-def _inside_fraction(xy: np.ndarray, crop: list[int], step: float = 0.5) -> float:
-    """Share of the polygon's area inside the crop, by sampling points on a fine grid."""
-    lo, hi = xy.min(axis=0), xy.max(axis=0)
-    gx, gy = np.meshgrid(np.arange(lo[0], hi[0] + step, step), np.arange(lo[1], hi[1] + step, step))
-    pts = np.stack([gx.ravel(), gy.ravel()], axis=1)
-    signs = []
-    for i in range(4):
-        a, b = xy[i], xy[(i + 1) % 4]
-        signs.append((b[0] - a[0]) * (pts[:, 1] - a[1]) - (b[1] - a[1]) * (pts[:, 0] - a[0]))
-    signs = np.array(signs)
-    inside = np.all(signs >= 0, axis=0) | np.all(signs <= 0, axis=0)
-    if not inside.any():
-        return 0.0
-    p = pts[inside]
+def _inside_fraction(xy: np.ndarray, crop: list[int]) -> float:
+    """Exact share of the polygon's area inside the crop: the polygon is cut by the crop's four
+    half-planes in turn (each cut keeps the part on the inner side of one line)."""
     x0, y0, x1, y1 = crop
-    return float(np.mean((p[:, 0] >= x0) & (p[:, 0] <= x1) & (p[:, 1] >= y0) & (p[:, 1] <= y1)))
+    pts = [tuple(p) for p in xy]
+    for axis, bound, keep_above in ((0, x0, True), (0, x1, False), (1, y0, True), (1, y1, False)):
+        cut = []
+        for k in range(len(pts)):
+            p, q = np.array(pts[k - 1]), np.array(pts[k])
+            p_in = p[axis] >= bound if keep_above else p[axis] <= bound
+            q_in = q[axis] >= bound if keep_above else q[axis] <= bound
+            if p_in != q_in:
+                t = (bound - p[axis]) / (q[axis] - p[axis])
+                cut.append(tuple(p + t * (q - p)))
+            if q_in:
+                cut.append(tuple(q))
+        pts = cut
+        if not pts:
+            return 0.0
+    whole = _shoelace(xy)
+    return _shoelace(np.array(pts)) / whole if whole > 0 else 0.0
+
+
+def _shoelace(xy: np.ndarray) -> float:
+    return float(0.5 * abs(np.dot(xy[:, 0], np.roll(xy[:, 1], -1)) - np.dot(xy[:, 1], np.roll(xy[:, 0], -1))))
 
 
 def _plural(category: str) -> str:
