@@ -4,8 +4,8 @@
 
 Plants the same defects in every variant (wrong answer keys, raw segmentation media, hidden
 views, evidence joined to the wrong frame, inadmissible bindings, one broken answer program,
-one shortcut-prone template), builds, and re-verifies every released item independently
-from the raw simulator arrays. Prints per variant: valid rate of released items, items
+answer-revealing option text, one template with a position shortcut), builds, and
+re-verifies every released item independently from the raw simulator arrays. Prints per variant: valid rate of released items, items
 released, artifacts rebuilt by repairs, and wall time.
 """
 
@@ -30,7 +30,8 @@ def defect_plan(rate: float) -> FaultPlan:
         Fault("wrong_answer_key", "synthesize.realize_item", rate=rate, seed=1),
         Fault("raw_segmentation_media", "synthesize.realize_item", rate=rate / 2, seed=2),
         Fault("hidden_view_media", "synthesize.realize_item", rate=rate * 2, seed=3),
-        Fault("shortcut_phrase", "synthesize.realize_item", where={"template": "closest_choice"}, seed=4),
+        Fault("answer_first", "synthesize.realize_item", where={"template": "closest_choice"}, seed=4),
+        Fault("shortcut_phrase", "synthesize.realize_item", rate=rate / 2, seed=8),
         Fault("wrong_frame_join", "structure.rendered_evidence", rate=rate * 2, seed=5),
         Fault("below_admission", "synthesize.bind_template", rate=rate, seed=6),
         Fault("systematic_wrong_answer", "synthesize.bind_template", where={"template": "left_of_yesno"}, seed=7),

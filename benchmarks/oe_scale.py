@@ -11,8 +11,10 @@ machine: full build within 10 minutes, under 4 GB, one-template rebuild under 5%
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import time
+from pathlib import Path
 
 from forge.build import build
 from forge.intent import load_intent
@@ -50,7 +52,10 @@ def main() -> None:
         print(f"  stage {stage:<22} {sec:.1f} s")
     print(f"renders                      {renders} ({full['units_collected']} scenes x {views} views) "
           f"= {renders / released:.3f} per item")
-    print(f"composition                  {'met' if full['composition_met'] else 'NOT met'} within the stated tolerance")
+    comp = json.loads((Path(full["package_path"]) / "composition.json").read_text())
+    short = {c: f"{r['achieved']}/{r['target']}" for c, r in comp["capabilities"].items() if not r["within_tolerance"]}
+    print(f"composition                  {'met' if full['composition_met'] else 'NOT met'} within "
+          f"{comp['tolerance']:.0%}" + (f" (short: {short})" if short else ""))
     print(f"peak memory                  {peak_self:.0f} MB main process, {peak_children:.0f} MB largest worker")
     print(f"one-template rebuild         {t_one:.1f} s = {t_one / t_full:.3f} of full  "
           f"(skills executed {one['skills_executed']}, items re-created {one['nodes']['realize']['created']})")

@@ -435,6 +435,20 @@ def item_no_leakage(item: OEItem, ctx: CheckContext) -> Outcome:
     return Outcome(not leaks, f"visible text leaks: {leaks}" if leaks else "")
 
 
+@check("item_options_plain")
+def item_options_plain(item: OEItem, ctx: CheckContext) -> Outcome:
+    """Every option and target is a bare referent (an object, a declared value or label, a view
+    or frame label): no option text can single out the answer."""
+    ev = ctx.load(item.evidence)
+    opts = ctx.load(item.binding).presentation["options"]
+    allowed = {o.name for o in ev.objects} | {"yes", "no"}
+    allowed |= set(opts.get("values", [])) | set(opts.get("labels", []))
+    allowed |= {label for _, _, label in opts.get("intervals", [])}
+    allowed |= {f"View {k + 1}" for k in range(len(ev.views))} | {f"Frame {k + 1}" for k in range(len(ev.views))}
+    extra = [o for o in [*item.options, *item.targets] if o not in allowed]
+    return Outcome(not extra, f"options carry text beyond their referents: {extra[:3]}" if extra else "")
+
+
 @check("media_processed_rgb")
 def media_processed_rgb(item: OEItem, ctx: CheckContext, min_colors: int = 48) -> Outcome:
     """Every visible medium is a decodable RGB image, not a raw depth or segmentation map."""

@@ -31,6 +31,18 @@ def shortcut_phrase(item: OEItem, ctx: FaultContext) -> OEItem | None:
     return item.model_copy(update={"options": opts, "option_values": item.values()})
 
 
+@mutator("answer_first")
+def answer_first(item: OEItem, ctx: FaultContext) -> OEItem | None:
+    """The correct option always listed first: every item stays valid on its own, only the
+    answer positions of the template give it away (a position shortcut)."""
+    if item.answer_index is None or item.answer_indices:
+        return None
+    order = [item.answer_index] + [i for i in range(len(item.options)) if i != item.answer_index]
+    values = item.values()
+    return item.model_copy(update={"options": [item.options[i] for i in order],
+                                   "option_values": [values[i] for i in order], "answer_index": 0})
+
+
 @mutator("hidden_view_media")
 def hidden_view_media(item: OEItem, ctx: FaultContext) -> OEItem | None:
     """A multi-view question shown with only its first view: the answer is not visible."""

@@ -160,7 +160,7 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
             return None
         return rule["names"][kind]
     if name == "grounding":
-        if any(m[n]["px"] < min_px for n in slots["marked"]):
+        if any(m[n]["px"] < min_px for n in slots["marked"]) or slots["target"] not in slots["marked"]:
             return None
         return template["options"]["labels"][list(slots["marked"]).index(slots["target"])]
     if name == "reach":

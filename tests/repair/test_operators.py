@@ -32,8 +32,9 @@ def test_wrong_answer_key_gets_local_field_repair(faulted, built):
     assert kept_check(built, fb, {fb.clean_counterpart(bad)}) > 500
 
 
-def test_shortcut_phrase_is_flagged_by_blind_eval_and_resynthesized(faulted, built):
-    fb = faulted(Fault("shortcut_phrase", "synthesize.realize_item", where={"template": "closest_choice"}))
+def test_position_shortcut_is_flagged_by_blind_eval_and_resynthesized(faulted, built):
+    # Every item is valid on its own; only the template's answer positions give the answer away.
+    fb = faulted(Fault("answer_first", "synthesize.realize_item", where={"template": "closest_choice"}))
     injected = set(fb.injected)
     assert len(injected) >= 10
     diags = fb.diagnoses()
@@ -46,10 +47,18 @@ def test_shortcut_phrase_is_flagged_by_blind_eval_and_resynthesized(faulted, bui
     assert {a for r in reps for a in r["rebuilt"]} == new and len(new) == len(injected)
     released = fb.released()
     assert not injected & released
-    answers = [__import__("json").loads(x) for x in open(fb.summary["package_path"] + "/items.jsonl")]
-    assert not [a for a in answers if any("correct one" in o for o in a["options"])]
     assert fb.summary["templates"]["closest_choice"]["blind"]["flagged"] is False
     assert kept_check(built, fb, {fb.clean_counterpart(i) for i in injected}) > 400
+
+
+def test_shortcut_phrase_on_an_option_fails_its_contract(faulted, built):
+    fb = faulted(Fault("shortcut_phrase", "synthesize.realize_item", where={"template": "closest_choice"}, limit=1))
+    [bad] = fb.injected
+    [d] = fb.diagnoses()
+    assert (d["requirement"], d["category"], d["operator"]) == ("OE-9", "non_target_shortcut", "candidate_resynthesis")
+    assert bad not in fb.released()
+    answers = [__import__("json").loads(x) for x in open(fb.summary["package_path"] + "/items.jsonl")]
+    assert not [a for a in answers if any("correct one" in o for o in a["options"])]
 
 
 def test_answer_not_in_visible_media_is_resynthesized(faulted, built):
