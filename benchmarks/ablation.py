@@ -6,7 +6,8 @@ Plants the same defects in every variant (wrong answer keys, raw segmentation me
 views, evidence joined to the wrong frame, inadmissible bindings, one broken answer program,
 answer-revealing option text, one template with a position shortcut), builds, and
 re-verifies every released item independently from the raw simulator arrays. Prints per variant: valid rate of released items, items
-released, artifacts rebuilt by repairs, and wall time.
+released, artifacts rebuilt by repairs, wall time, and the released templates a text-only
+solver still beats (shortcuts no single item shows).
 """
 
 from __future__ import annotations
@@ -38,6 +39,27 @@ def defect_plan(rate: float) -> FaultPlan:
     ])
 
 
+def shortcut_templates(store: Store, package: Path, margin: float = 0.15, alpha: float = 0.01) -> list[str]:
+    """Released templates whose items a text-only solver answers well above chance: valid items
+    one by one, but the release carries a shortcut (what gate C1 exists to stop)."""
+    import json
+
+    from forge.artifact_types import OEItem
+    from forge.blind import blind_report
+
+    by_template: dict[str, list] = {}
+    for line in open(package / "answers.jsonl"):
+        iid = json.loads(line)["id"]
+        item = OEItem.model_validate_json(store.one("SELECT content FROM artifacts WHERE id = ?", [iid])[0])
+        by_template.setdefault(item.template, []).append((iid, item))
+    out = []
+    for template, items in sorted(by_template.items()):
+        r = blind_report(items)
+        if r["excess"] > margin and r["p_value"] < alpha:
+            out.append(f"{template} ({r['best_solver']} {r['best_accuracy']:.2f} vs {r['chance']:.2f})")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--items", type=int, default=1000)
@@ -46,7 +68,8 @@ def main() -> None:
     args = ap.parse_args()
     work, path, _ = prepare(args.items, args.workers, "forge-ablation-", copy_templates=False)
     print(f"{args.items} items requested, defect rate {args.rate}, seed {yaml.safe_load(path.read_text())['seed']}")
-    print(f"{'variant':<18} {'valid rate':>10} {'invalid':>8} {'released':>9} {'rebuilt':>8} {'planted':>8} {'seconds':>8}")
+    print(f"{'variant':<18} {'valid rate':>10} {'invalid':>8} {'released':>9} {'rebuilt':>8} {'planted':>8} {'seconds':>8}"
+          "  released templates a blind solver beats")
     for variant in (None, *ABLATIONS):
         name = variant or "full loop"
         plan = defect_plan(args.rate)
@@ -61,9 +84,10 @@ def main() -> None:
         seconds = time.perf_counter() - t0
         with Store(work / name / "store", read_only=True) as store:
             rv = reverify_package(store, Path(s["package_path"]))
+            shortcuts = shortcut_templates(store, Path(s["package_path"]))
         rebuilt = (s.get("repair") or {}).get("artifacts_rebuilt", 0)
         print(f"{name:<18} {rv['valid_rate']:>10.4f} {rv['invalid']:>8} {s['items_released']:>9} {rebuilt:>8} "
-              f"{len(plan.injected):>8} {seconds:>8.1f}")
+              f"{len(plan.injected):>8} {seconds:>8.1f}  {', '.join(shortcuts) or '-'}")
     shutil.rmtree(work, ignore_errors=True)
 
 
