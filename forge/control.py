@@ -258,14 +258,25 @@ class StageRunner:
         """Gates B1, balance, C1 and DUP over the item pool, refilled while a capability is short
         and unrealized bindings remain; failures are left for the repair loop."""
         pool = list(state["ids"]["OEItem"])
+        short = None
         for _ in range(MAX_REFILLS + 1):
             accepted = self._screen(pool)
+            now_short = self._shortfall(accepted)
+            if short is not None and now_short >= short:
+                break  # the last refill did not bring the composition closer: stop drawing
+            short = now_short
             extra = self._refill(accepted, state["ids"]["Binding"]) if self._refills < MAX_REFILLS else []
             if not extra:
                 break
             self._refills += 1
             pool += extra
         return {"ids": {"OEItem": pool}}
+
+    def _shortfall(self, accepted: dict[str, Any]) -> int:
+        have: dict[str, int] = {}
+        for it in accepted.values():
+            have[it.capability] = have.get(it.capability, 0) + 1
+        return sum(max(0, t - have.get(c, 0)) for c, t in self._blueprint().capability_targets.items())
 
     def _screen(self, pool: list[str]) -> dict[str, Any]:
         """Accepted items of the pool after every S5 gate (also recorded in ``item_stats``)."""

@@ -34,6 +34,14 @@ def is_current(target: Path, pkg: Package) -> bool:
     return all((target / p).exists() and file_digest(str(target / p)) == h for p, h in listed.items())
 
 
+def _listed(target: Path) -> dict[str, str]:
+    """Files and digests the package already at ``target`` lists (empty when there is none)."""
+    try:
+        return dict(json.loads((target / "manifest.json").read_text())["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
 def export(blobs: BlobStore, pkg: Package, out_root: Path) -> tuple[Path, bool]:
     """Materialize ``pkg``; returns (path, whether anything was written)."""
     out_root.mkdir(parents=True, exist_ok=True)
@@ -43,11 +51,22 @@ def export(blobs: BlobStore, pkg: Package, out_root: Path) -> tuple[Path, bool]:
     for stale in out_root.glob(f".tmp-{target.name}-*"):
         shutil.rmtree(stale, ignore_errors=True)
     tmp = out_root / f".tmp-{target.name}-{os.getpid()}"
+    previous = _listed(target)
     for rel, digest in sorted(pkg.files.items()):
         dest = tmp / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
-        # Copies, not links: editing a released file must never alter the store's blobs.
-        shutil.copyfile(blobs.blob_path(digest), dest)
+        source = blobs.blob_path(digest)
+        # A file the previous version of this package already holds with the same digest is
+        # linked from it (the old folder goes away after the swap). Never linked from the
+        # store: editing a released file must not alter the store's blobs.
+        old_file = target / rel
+        if previous.get(rel) == digest and old_file.is_file() and old_file.stat().st_size == source.stat().st_size:
+            try:
+                os.link(old_file, dest)
+                continue
+            except OSError:
+                pass
+        shutil.copyfile(source, dest)
     old = out_root / f".old-{target.name}-{os.getpid()}"
     if target.exists():
         os.replace(target, old)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from forge.packaging import verify_package
 from forge.store import Store
 from forge.status import stale_report
 
@@ -51,6 +53,8 @@ def test_template_edit_rebuilds_only_that_template(tmp_path):
     stale_types = {a["type"] for a in report["artifacts"]}
     assert stale_types == {"Template", "Binding", "OEItem", "Package"}
 
+    package = Path(first["package_path"])
+    inodes = {p.name: p.stat().st_ino for p in (package / "media").iterdir()}
     second = run_build(intent, tmp_path / "store", tmp_path / "out")
     after = _items_by_template(tmp_path / "store")
     new_items = after[edited] - before[edited]
@@ -70,6 +74,10 @@ def test_template_edit_rebuilds_only_that_template(tmp_path):
     questions = {r["question"] for r in released}
     assert "Which of these objects is nearest to the camera?" in questions
     assert "Which of these objects is closest to the camera?" not in questions
+    # Unchanged media are carried over from the previous version of the package, not copied again.
+    kept = [p for p in (package / "media").iterdir() if p.name in inodes]
+    assert kept and all(p.stat().st_ino == inodes[p.name] for p in kept)
+    assert verify_package(package) == []
 
 
 def test_rebuild_from_template_forces_its_subtree_only(tmp_path):
