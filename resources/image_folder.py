@@ -9,7 +9,6 @@ as rejected, with the reason.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from forge.errors import DefinitionError
+from forge.keys import file_digest
 
 DOTA_CATEGORIES = ("plane", "ship", "storage-tank", "baseball-diamond", "tennis-court", "basketball-court",
                    "ground-track-field", "harbor", "bridge", "large-vehicle", "small-vehicle", "helicopter",
@@ -27,11 +27,8 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".bmp")
 
 @lru_cache(maxsize=256)
 def file_sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    """SHA-256 of a dataset file (cached: a unit's files are hashed when listed and when read)."""
+    return file_digest(path)
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel
-
 from forge.artifact_types import Blueprint, BodySpec, SceneSpec
 from forge.skills import SkillContext, skill
-from forge_resources.pybullet_sim import catalogue, catalogue_path
-from forge_skills.scene_layout import check_categories, make_object, pick_objects, placements, scene_seed
+from forge_resources.pybullet_sim import catalogue
+from forge_skills.scene_layout import (SceneParams, catalogue_file, check_categories, make_object, pick_objects,
+                                      placements, scene_seed)
 from forge_skills.trajectory import Pose2D, drive, forward_camera, nadir_camera
 
 AREA = (-4.5, 4.5)
@@ -18,15 +17,8 @@ OBJECT_SEPARATION = 1.9
 OVERVIEW_ALTITUDE = 11.0
 
 
-class SceneParams(BaseModel):
-    scene_index: int
 
-
-def _catalogue_file(params: dict) -> dict[str, str]:
-    return {"catalogue": catalogue_path()}
-
-
-@skill("collect.plan_ground_scenes", stage="S2", params=SceneParams, reads=_catalogue_file)
+@skill("collect.plan_ground_scenes", stage="S2", params=SceneParams, reads=catalogue_file)
 def plan_ground_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneSpec]:
     """One seeded ground layout and the embodiment's cameras over it."""
     import numpy as np

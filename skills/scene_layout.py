@@ -4,8 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from forge.artifact_types import ObjectSpec
 from forge.keys import digest
+from forge_resources.pybullet_sim import catalogue_path
+
+
+class SceneParams(BaseModel):
+    """A plan skill runs once per scene index, so adding scenes never changes existing ones."""
+
+    scene_index: int
+
+
+def catalogue_file(params: dict) -> dict[str, str]:
+    """The object catalogue every scene plan reads (part of the plan's code version)."""
+    return {"catalogue": catalogue_path()}
 
 
 def scene_seed(blueprint_seed: int, name: str, index: int, kind: str) -> int:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from forge.artifact_types import Blueprint, BodySpec, CameraSpec, SceneSpec
 from forge.skills import SkillContext, skill
-from forge_resources.pybullet_sim import catalogue, catalogue_path
-from forge_skills.scene_layout import check_categories, make_object, pick_objects, placements, scene_seed
+from forge_resources.pybullet_sim import catalogue
+from forge_skills.scene_layout import (SceneParams, catalogue_file, check_categories, make_object, pick_objects,
+                                      placements, scene_seed)
 
 TABLE_TOP_Z = 0.626
 TABLE_TARGET = (0.1, 0.0, 0.68)
@@ -19,15 +18,8 @@ MIN_SEPARATION = 0.13
 TRAY_SCALE = 0.5  # a 30 cm tray on the table
 
 
-class SceneParams(BaseModel):
-    scene_index: int
 
-
-def _catalogue_file(params: dict) -> dict[str, str]:
-    return {"catalogue": catalogue_path()}
-
-
-@skill("collect.plan_tabletop_scenes", stage="S2", params=SceneParams, reads=_catalogue_file)
+@skill("collect.plan_tabletop_scenes", stage="S2", params=SceneParams, reads=catalogue_file)
 def plan_tabletop_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneSpec]:
     """One seeded scene specification: objects, placements and a camera rig.
 
