@@ -105,9 +105,26 @@ def validate(nodes: list[WorkflowNode]) -> Workflow:
 def _node_params(role: str, loaded: LoadedIntent) -> dict[str, Any]:
     if role == "blueprint":
         # Folder sources are read relative to the intent; simulated ones do not depend on where it lies.
-        folders = any(s.kind == "image_folder" for s in loaded.intent.sources)
-        return {"intent": loaded.raw, **({"base_dir": str(loaded.path.parent)} if folders else {})}
+        # A folder's listing (names, sizes, modification times) is part of the blueprint's identity,
+        # so adding or replacing a file re-plans the units instead of reusing a stale plan.
+        folders = [s for s in loaded.intent.sources if s.kind == "image_folder"]
+        if not folders:
+            return {"intent": loaded.raw}
+        return {"intent": loaded.raw, "base_dir": str(loaded.path.parent),
+                "folder_listing": folder_listing([loaded.resolve(s.root) for s in folders])}
     return {}
+
+
+def folder_listing(roots: list[Path]) -> str:
+    """A digest of every file under the roots: relative path, size and modification time."""
+    from forge.keys import digest
+
+    entries = []
+    for root in roots:
+        if root.is_dir():
+            entries += [(str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
+                        for p in sorted(root.rglob("*")) if p.is_file()]
+    return digest(entries)
 
 
 def template_fanout(loaded: LoadedIntent) -> list[dict[str, Any]]:

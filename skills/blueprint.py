@@ -21,6 +21,7 @@ ITEMS_PER_VIEW_ESTIMATE = 6.0
 class BlueprintParams(BaseModel):
     intent: dict[str, Any]
     base_dir: str | None = None
+    folder_listing: str | None = None  # identity of image folders' contents (see the planner)
 
 
 @skill("blueprint.from_intent", stage="S1", params=BlueprintParams)

@@ -158,3 +158,18 @@ def test_missing_folder_is_a_clear_error(tmp_path):
                      {"items": 5, "capabilities": ["counting"], "question_types": ["numeric"]})
     with pytest.raises(ForgeError, match="image folder not found"):
         run_build(intent, tmp_path / "store", tmp_path / "out")
+
+
+def test_a_changed_folder_is_planned_again(tmp_path):
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for name in ("000009_left.png", "000010_left.png"):
+        shutil.copy(TARTANAIR / name, folder / name)
+    intent = _intent(tmp_path, "frames-grow", {"kind": "image_folder", "adapter": "frames", "root": "frames"},
+                     {"items": 2, "capabilities": ["temporal"], "question_types": ["temporal_choice"]})
+    first = run_build(intent, tmp_path / "store", tmp_path / "out")
+    assert first["units_collected"] == 1
+    for name in ("000380_left.png", "000381_left.png"):
+        shutil.copy(TARTANAIR / name, folder / name)
+    second = run_build(intent, tmp_path / "store", tmp_path / "out")
+    assert second["units_collected"] == 2 and second["nodes"]["blueprint"]["executed"] == 1
