@@ -186,13 +186,18 @@ def _visible_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
     return None, {"reason": f"{px} visible pixels is neither clearly visible nor absent"}
 
 
-def _visible_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
-    out = []
-    for obj in ft.objects:
-        answer, d = _visible_derive(ft, view, {"object": obj}, tpl)
-        if answer is not None:
-            out.append(Candidate({"object": obj}, answer, float(d["visible_pixels"]), d))
-    return out
+
+def per_object(derive: Callable[..., Derivation], margin: Callable[[dict[str, Any]], float] = lambda d: 1.0,
+               values: Callable[[dict[str, Any]], Any] = lambda d: d) -> Callable[..., list[Candidate]]:
+    """Candidates of a rule with one object slot: every object whose derivation admits an answer."""
+    def candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
+        out = []
+        for obj in ft.objects:
+            answer, d = derive(ft, view, {"object": obj}, tpl)
+            if answer is not None:
+                out.append(Candidate({"object": obj}, answer, float(margin(d)), values(d)))
+        return out
+    return candidates
 
 
 def _view_label(ft: FactTable, view: int) -> str:
@@ -213,14 +218,6 @@ def _best_view_derive(ft: FactTable, view: int | None, slots: dict[str, Any], tp
                                          "ratio": ratio}
 
 
-def _best_view_candidates(ft: FactTable, view: int | None, tpl: dict[str, Any]) -> list[Candidate]:
-    out = []
-    for obj in ft.objects:
-        answer, d = _best_view_derive(ft, None, {"object": obj}, tpl)
-        if answer is not None:
-            out.append(Candidate({"object": obj}, answer, d["ratio"], d["visible_pixels"]))
-    return out
-
 
 def _only_view_derive(ft: FactTable, view: int | None, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     obj = slots["object"]
@@ -231,14 +228,6 @@ def _only_view_derive(ft: FactTable, view: int | None, slots: dict[str, Any], tp
         return None, {"reason": "not visible in exactly one view"}
     return _view_label(ft, seen[0]), {"visible_pixels": {_view_label(ft, v): px[v] for v in ft.views}}
 
-
-def _only_view_candidates(ft: FactTable, view: int | None, tpl: dict[str, Any]) -> list[Candidate]:
-    out = []
-    for obj in ft.objects:
-        answer, d = _only_view_derive(ft, None, {"object": obj}, tpl)
-        if answer is not None:
-            out.append(Candidate({"object": obj}, answer, float(max(d["visible_pixels"].values())), d["visible_pixels"]))
-    return out
 
 
 # -- counting, sets, orders and 3D relations ------------------------------------------------
@@ -378,14 +367,6 @@ def _reach_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str
     return ("yes" if d <= reach else "no"), {"distance_m": d, "reach_m": reach}
 
 
-def _reach_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
-    out = []
-    for obj in ft.objects:
-        answer, d = _reach_derive(ft, view, {"object": obj}, tpl)
-        if answer is not None:
-            out.append(Candidate({"object": obj}, answer, abs(d["distance_m"] - d["reach_m"]), d))
-    return out
-
 
 def _orbit_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     i, j = slots["pair"]
@@ -456,15 +437,20 @@ RULES: dict[str, Rule] = {
         Rule("extreme", _extreme_candidates, _extreme_derive, ("objects",), ("single_choice",)),
         Rule("compare", _compare_candidates, _compare_derive, ("a", "b"), ("yes_no",)),
         Rule("marked_compare", _marked_candidates, _marked_derive, ("marked",), ("marked_object_choice",)),
-        Rule("visible", _visible_candidates, _visible_derive, ("object",), ("yes_no",)),
-        Rule("best_view", _best_view_candidates, _best_view_derive, ("object",), ("multi_view_choice",)),
-        Rule("only_view", _only_view_candidates, _only_view_derive, ("object",), ("multi_view_choice",)),
+        Rule("visible", per_object(_visible_derive, lambda d: d["visible_pixels"]),
+             _visible_derive, ("object",), ("yes_no",)),
+        Rule("best_view", per_object(_best_view_derive, lambda d: d["ratio"], lambda d: d["visible_pixels"]),
+             _best_view_derive, ("object",), ("multi_view_choice",)),
+        Rule("only_view", per_object(_only_view_derive, lambda d: max(d["visible_pixels"].values()),
+                                     lambda d: d["visible_pixels"]),
+             _only_view_derive, ("object",), ("multi_view_choice",)),
         Rule("count", _count_candidates, _count_derive, (), ("numeric", "interval_choice")),
         Rule("order", _order_candidates, _order_derive, ("objects",), ("ordered_list",)),
         Rule("visible_set", _visible_set_candidates, _visible_set_derive, ("objects",), ("multiple_choice",)),
         Rule("nearest_to", _nearest_to_candidates, _nearest_to_derive, ("anchor", "objects"), ("single_choice",)),
         Rule("distance", _distance_candidates, _distance_derive, ("a", "b"), ("numeric",)),
-        Rule("reach", _reach_candidates, _reach_derive, ("object",), ("yes_no",)),
+        Rule("reach", per_object(_reach_derive, lambda d: abs(d["distance_m"] - d["reach_m"])),
+             _reach_derive, ("object",), ("yes_no",)),
         Rule("orbit", _orbit_candidates, _orbit_derive, ("pair",), ("single_choice",)),
         Rule("grounding", _grounding_candidates, _grounding_derive, ("target", "marked"), ("grounding_choice",)),
     )

@@ -7,9 +7,7 @@ import math
 
 from forge.artifact_types import Blueprint, BodySpec, SceneSpec
 from forge.skills import SkillContext, skill
-from forge_resources.pybullet_sim import catalogue
-from forge_skills.scene_layout import (SceneParams, catalogue_file, check_categories, make_object, pick_objects,
-                                      placements, scene_seed)
+from forge_skills.scene_layout import SceneParams, catalogue_file, make_object, pick_objects, placements, start_plan
 from forge_skills.trajectory import Pose2D, drive, forward_camera, nadir_camera
 
 AREA = (-4.5, 4.5)
@@ -21,14 +19,9 @@ OVERVIEW_ALTITUDE = 11.0
 @skill("collect.plan_ground_scenes", stage="S2", params=SceneParams, reads=catalogue_file)
 def plan_ground_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneSpec]:
     """One seeded ground layout and the embodiment's cameras over it."""
-    import numpy as np
-
-    cat = catalogue()
-    src = next(s for s in blueprint.sources if s["kind"] == "pybullet_ground")
-    index = ctx.params.scene_index
-    categories = check_categories(src.get("categories"), cat, "ground")
-    seed = scene_seed(blueprint.seed, blueprint.name, index, "ground")
-    rng = np.random.default_rng(seed)
+    plan = start_plan(ctx.params.scene_index, blueprint, "pybullet_ground", "ground")
+    cat, src, index, categories, seed, rng = (plan.catalogue, plan.source, plan.index, plan.categories,
+                                              plan.seed, plan.rng)
     mount = cat["embodiments"][src["embodiment"]]
     frames = int(src["frames"])
     w, h = src["image"]["width"], src["image"]["height"]

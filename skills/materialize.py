@@ -31,7 +31,7 @@ def pixels_sha256(rgb: np.ndarray) -> str:
     return hashlib.sha256(f"{rgb.shape}".encode() + rgb.tobytes()).hexdigest()
 
 
-def _file_sha256(path: Path) -> str:
+def _file_sha256(path: Path) -> str:  # forge.keys.file_digest, restated: this script runs without forge
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

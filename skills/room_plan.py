@@ -11,9 +11,7 @@ import math
 
 from forge.artifact_types import Blueprint, BodySpec, SceneSpec
 from forge.skills import SkillContext, skill
-from forge_resources.pybullet_sim import catalogue
-from forge_skills.scene_layout import (SceneParams, catalogue_file, check_categories, make_object, pick_objects,
-                                      placements, scene_seed)
+from forge_skills.scene_layout import SceneParams, catalogue_file, make_object, pick_objects, placements, start_plan
 from forge_skills.trajectory import Pose2D, drive, forward_camera
 
 AREA_X = (-1.2, 2.8)
@@ -27,14 +25,9 @@ SPEED_M_PER_S = 0.5
 @skill("collect.plan_room_scenes", stage="S2", params=SceneParams, reads=catalogue_file)
 def plan_room_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneSpec]:
     """One seeded room: furniture, objects on and in it, and the embodiment's camera path."""
-    import numpy as np
-
-    cat = catalogue()
-    src = next(s for s in blueprint.sources if s["kind"] == "pybullet_room")
-    index = ctx.params.scene_index
-    categories = check_categories(src.get("categories"), cat, "room")
-    seed = scene_seed(blueprint.seed, blueprint.name, index, "room")
-    rng = np.random.default_rng(seed)
+    plan = start_plan(ctx.params.scene_index, blueprint, "pybullet_room", "room")
+    cat, src, index, categories, seed, rng = (plan.catalogue, plan.source, plan.index, plan.categories,
+                                              plan.seed, plan.rng)
     mount = cat["embodiments"][src["embodiment"]]
     frames = int(src["frames"])
     start = Pose2D(-1.7, float(rng.uniform(-0.6, 0.6)), math.radians(float(rng.uniform(-12, 12))))

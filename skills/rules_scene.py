@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from forge_skills.answer_rules import Candidate, Derivation, FactTable, Rule, _adm, _center_of, register
+from forge_skills.answer_rules import Candidate, Derivation, FactTable, Rule, _adm, _center_of, per_object, register
 
 
 def frame_label(rank: int) -> str:
@@ -130,14 +130,6 @@ def _seen_along_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dic
     return None, {"reason": "only ever partly visible"}
 
 
-def _seen_along_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
-    out = []
-    for obj in ft.objects:
-        answer, d = _seen_along_derive(ft, None, {"object": obj}, tpl)
-        if answer is not None:
-            out.append(Candidate({"object": obj}, answer, 1.0, d["visible_pixels"]))
-    return out
-
 
 def _frame_match_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     names = sorted(slots["objects"])
@@ -202,14 +194,6 @@ def _approach_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[
     return ("yes" if d1 < d0 else "no"), {"distance_first_m": d0, "distance_last_m": d1}
 
 
-def _approach_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
-    out = []
-    for obj in ft.objects:
-        answer, d = _approach_derive(ft, None, {"object": obj}, tpl)
-        if answer is not None:
-            out.append(Candidate({"object": obj}, answer, abs(d["distance_last_m"] - d["distance_first_m"]), d))
-    return out
-
 
 # -- support, containment and object state ---------------------------------------------------
 
@@ -227,14 +211,6 @@ def _support_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
     return names[obj.support], {"support": obj.support, "support_body": body}
 
 
-def _support_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
-    out = []
-    for obj in ft.objects:
-        answer, d = _support_derive(ft, view, {"object": obj}, tpl)
-        if answer is not None:
-            out.append(Candidate({"object": obj}, answer, 1.0, d))
-    return out
-
 
 def _state_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     obj = ft.object(slots["object"])
@@ -250,14 +226,6 @@ def _state_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str
     state = "upright" if tilt < upright else "lying"
     return rule["labels"][state], {"tilt_deg": tilt, "state": state}
 
-
-def _state_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
-    out = []
-    for obj in ft.objects:
-        answer, d = _state_derive(ft, view, {"object": obj}, tpl)
-        if answer is not None:
-            out.append(Candidate({"object": obj}, answer, 1.0, d))
-    return out
 
 
 # -- counting by category and cross-view visibility -------------------------------------------
@@ -317,12 +285,14 @@ for _rule in (
     Rule("first_seen", _first_seen_candidates, _first_seen_derive, ("objects",), ("single_choice",)),
     Rule("first_frame", _first_frame_candidates, _first_frame_derive, ("object", "window"), ("temporal_choice",)),
     Rule("appearance_order", _appearance_order_candidates, _appearance_order_derive, ("objects",), ("ordered_list",)),
-    Rule("seen_along", _seen_along_candidates, _seen_along_derive, ("object",), ("yes_no",)),
+    Rule("seen_along", per_object(_seen_along_derive, values=lambda d: d["visible_pixels"]),
+         _seen_along_derive, ("object",), ("yes_no",)),
     Rule("frame_match", _frame_match_candidates, _frame_match_derive, ("objects",), ("matching",)),
     Rule("turn", _turn_candidates, _turn_derive, (), ("single_choice",)),
-    Rule("approach", _approach_candidates, _approach_derive, ("object",), ("yes_no",)),
-    Rule("support", _support_candidates, _support_derive, ("object",), ("single_choice", "yes_no")),
-    Rule("state", _state_candidates, _state_derive, ("object",), ("single_choice", "yes_no")),
+    Rule("approach", per_object(_approach_derive, lambda d: abs(d["distance_last_m"] - d["distance_first_m"])),
+         _approach_derive, ("object",), ("yes_no",)),
+    Rule("support", per_object(_support_derive), _support_derive, ("object",), ("single_choice", "yes_no")),
+    Rule("state", per_object(_state_derive), _state_derive, ("object",), ("single_choice", "yes_no")),
     Rule("count_category", _count_category_candidates, _count_category_derive, ("category",),
          ("numeric", "interval_choice")),
     Rule("marked_seen", _marked_seen_candidates, _marked_seen_derive, ("object", "frame"), ("yes_no",)),

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
 from forge.artifact_types import ObjectSpec
 from forge.keys import digest
-from forge_resources.pybullet_sim import catalogue_path
+from forge_resources.pybullet_sim import catalogue, catalogue_path
 
 
 class SceneParams(BaseModel):
@@ -20,6 +21,29 @@ class SceneParams(BaseModel):
 def catalogue_file(params: dict) -> dict[str, str]:
     """The object catalogue every scene plan reads (part of the plan's code version)."""
     return {"catalogue": catalogue_path()}
+
+
+@dataclass
+class PlanStart:
+    """What every scene plan begins from: the catalogue, its source entry, the scene index,
+    the usable categories, and the scene's own seed and random generator."""
+
+    catalogue: dict[str, Any]
+    source: dict[str, Any]
+    index: int
+    categories: list[str]
+    seed: int
+    rng: Any
+
+
+def start_plan(scene_index: int, blueprint: Any, kind: str, layout: str) -> PlanStart:
+    import numpy as np
+
+    cat = catalogue()
+    src = next(s for s in blueprint.sources if s["kind"] == kind)
+    seed = scene_seed(blueprint.seed, blueprint.name, scene_index, layout)
+    return PlanStart(cat, src, scene_index, check_categories(src.get("categories"), cat, layout), seed,
+                     np.random.default_rng(seed))
 
 
 def scene_seed(blueprint_seed: int, name: str, index: int, kind: str) -> int:

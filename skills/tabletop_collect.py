@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from forge.artifact_types import Blueprint, BodySpec, CameraSpec, SceneSpec
 from forge.skills import SkillContext, skill
-from forge_resources.pybullet_sim import catalogue
-from forge_skills.scene_layout import (SceneParams, catalogue_file, check_categories, make_object, pick_objects,
-                                      placements, scene_seed)
+from forge_skills.scene_layout import SceneParams, catalogue_file, make_object, pick_objects, placements, start_plan
 
 TABLE_TOP_Z = 0.626
 TABLE_TARGET = (0.1, 0.0, 0.68)
@@ -25,14 +23,9 @@ def plan_tabletop_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneS
 
     One invocation per scene index, so adding scenes later never changes existing ones.
     """
-    import numpy as np
-
-    cat = catalogue()
-    src = next(s for s in blueprint.sources if s["kind"] == "pybullet_tabletop")
-    index = ctx.params.scene_index
-    categories = check_categories(src.get("categories"), cat, "tabletop")
-    seed = scene_seed(blueprint.seed, blueprint.name, index, "tabletop")
-    rng = np.random.default_rng(seed)
+    plan = start_plan(ctx.params.scene_index, blueprint, "pybullet_tabletop", "tabletop")
+    cat, src, index, categories, seed, rng = (plan.catalogue, plan.source, plan.index, plan.categories,
+                                              plan.seed, plan.rng)
     n = int(rng.integers(src["objects"]["min"], src["objects"]["max"] + 1))
     picks = pick_objects(rng, cat, categories, n, "tabletop")
     robot = cat["robots"][src["robot"]]

@@ -107,12 +107,13 @@ def test_room_answers_against_ground_truth(room):
             tables = [bd for bd in spec["bodies"] if bd["category"] == "table"]
             in_tray = any(np.linalg.norm(center[:2] - np.array(bd["position"][:2])) < 0.32 and o["aabb_min"][2] < 0.2
                           for bd in trays)
-            on_table = any(np.linalg.norm(center[:2] - np.array(bd["position"][:2])) < 0.35 and o["aabb_min"][2] > 0.35
+            # Off the floor beside a table: resting on it (a large object may hang over its edge).
+            on_table = any(np.linalg.norm(center[:2] - np.array(bd["position"][:2])) < 0.45 and o["aabb_min"][2] > 0.2
                            for bd in tables)
             truth = "tray" if in_tray else "table" if on_table else "floor"
             expected = {"support_choice": {"tray": "a tray", "table": "a table", "floor": "the floor"},
                         "in_tray_yesno": {"tray": "yes", "table": "no", "floor": "no"}}[t][truth]
-            assert key["answer"] == expected, (t, o["name"], truth)
+            assert key["answer"] == expected, (t, o["name"], truth, o["aabb_min"], o["support"])
         elif t in ("lying_yesno", "state_choice"):
             o = obj[b["slots"]["object"]]
             x, y, _, _ = o["orientation"]
