@@ -66,6 +66,8 @@ class Blueprint(ArtifactContent):
     capability_sources: dict[str, list[str]] = Field(default_factory=dict, description="phrases of the intent's focus "
                                                                                          "that chose each capability")
     composition_tolerance: float = 0.05
+    unavailable: dict[str, str] = Field(default_factory=dict, description="capabilities the sources cannot support, "
+                                                                          "and why (their share goes to the others)")
 
 
 # --- S2 ---------------------------------------------------------------------------------
@@ -81,8 +83,13 @@ class ObjectSpec(BaseModel):
     scale: float
     xy: list[float]
     yaw: float
-    z: float | None = Field(None, description="drop height; the layout's support height when absent")
-    roll: float = Field(0.0, description="initial roll: objects dropped on their side settle lying down")
+    z: float | None = Field(None, description="height of the surface it is set down on (a table top, a tray "
+                                              "floor); the layout's support height when absent")
+    base_rpy: list[float] = Field(default_factory=lambda: [0.0, 0.0, 0.0],
+                                  description="resting pose (roll, pitch, yaw) applied before the yaw")
+    up_axis: list[float] = Field(default_factory=lambda: [0.0, 0.0, 1.0], description="the mesh's up axis")
+    texture: bool = Field(False, description="keep the mesh's own texture under the tint (when it is what makes "
+                                             "the category recognisable); otherwise the tint alone colours it")
 
 
 class BodySpec(BaseModel):
@@ -164,7 +171,9 @@ class ObjectState(BaseModel):
     aabb_min: list[float]
     aabb_max: list[float]
     support: str | None = Field(None, description="what the object rests on, from contact points after settling")
-    tilt_deg: float | None = Field(None, description="angle between the object's up axis and the world's")
+    tilt_deg: float | None = Field(None, description="angle (0-90) between the line of the object's up axis and "
+                                                     "the vertical")
+    up_axis: list[float] = Field(default_factory=lambda: [0.0, 0.0, 1.0], description="the mesh's up axis")
 
 
 class SourceRecord(ArtifactContent):
@@ -191,6 +200,7 @@ class ImageUnit(ArtifactContent):
     sha256: list[str]
     crop: list[int] | None = Field(None, description="x0, y0, x1, y1 of the tile in the image")
     labels: str | None = Field(None, description="label file, relative to the root")
+    labels_complete: bool = Field(True, description="whether every object of the labelled categories is labelled")
     order: list[float] = Field(default_factory=list, description="capture order of each file (frame numbers)")
     sides: list[str] = Field(default_factory=list, description="stereo side of each file (left, right)")
 
@@ -219,6 +229,7 @@ class ImageRecord(ArtifactContent):
     crop: list[int] | None = None
     redistribute: bool = Field(description="whether the pixels may be copied into a package")
     licence_note: str
+    labels_complete: bool = Field(True, description="whether every object of the labelled categories is labelled")
 
 
 # --- S3 ---------------------------------------------------------------------------------
@@ -236,13 +247,23 @@ class ObjectViewFact(BaseModel):
     center_2d: list[float] | None = None
     median_depth: float | None = None
     projected_center: list[float] | None = None
+    truncation: float | None = Field(None, description="share of the object's projected 3D box outside the image "
+                                                       "(1: behind the camera)")
+    colour: str | None = Field(None, description="colour name its visible pixels carry in this view (None: too "
+                                                 "few pixels or no clear name)")
+    colour_lab: list[float] | None = Field(None, description="CIELAB of its lit surface in this view")
 
 
 class EvidenceObject(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str
+    name: str = Field(description="how questions refer to it: its rendered colour and category, when that "
+                                  "singles it out")
     category: str
-    color: str
+    color: str = Field(description="colour name read from its rendered pixels ('' when none is clear)")
+    source_name: str | None = Field(None, description="the object's name in its source record, when it differs")
+    referable: bool = Field(True, description="whether questions may name it (a clear colour no other object of "
+                                              "its category shares)")
+    naming: str | None = Field(None, description="why it may not be named, when it may not")
     position: list[float] | None = None
     box_3d_min: list[float] | None = None
     box_3d_max: list[float] | None = None
@@ -276,6 +297,8 @@ class EvidenceRecord(ArtifactContent):
     objects: list[EvidenceObject]
     facts: list[ObjectViewFact]
     metres_per_pixel: float | None = Field(None, description="ground sampling distance of nadir images")
+    labels_complete: bool = Field(True, description="whether every object of the registered kinds is registered: "
+                                                    "counts and absences need it")
 
 
 # --- S4 ---------------------------------------------------------------------------------
@@ -294,6 +317,7 @@ class Template(ArtifactContent):
     admission: dict[str, Any]
     options: dict[str, Any]
     realizations: list[str]
+    visibility: dict[str, Any] = Field(default_factory=dict)
     media: dict[str, Any]
     scoring: dict[str, Any]
     max_per_evidence: int
@@ -352,6 +376,10 @@ class OEItem(ArtifactContent):
     media_sources: list[str] = Field(default_factory=list, description="source RGB blobs the media were drawn from")
     option_values: list[str] = Field(default_factory=list, description="what each displayed option refers to")
     targets: list[str] = Field(default_factory=list, description="matching items: what each option is matched to")
+    kinds: list[str] = Field(default_factory=list, description="categories of the objects the question names (answers "
+                                                              "are balanced within each)")
+    determinant: dict[str, Any] = Field(default_factory=dict, description="what the answer is a function of: the "
+                                                                          "quantity, where it is measured, the referents")
 
     def values(self) -> list[str]:
         return self.option_values or self.options

@@ -96,6 +96,8 @@ def _print_summary(s: dict[str, Any]) -> None:
     flagged = [t for t, v in s["templates"].items() if v["grey_batch"] == "fail" or v["blind"].get("flagged")]
     if flagged:
         console.print(f"[yellow]templates held back:[/yellow] {', '.join(flagged)}")
+    for cap, why in (s.get("capabilities_unavailable") or {}).items():
+        console.print(f"[yellow]not included:[/yellow] {cap}: {why}")
     for e in s["errors"][:5]:
         console.print(f"[red]failed:[/red] {e}")
     console.print(f"package: [bold]{s['package_path']}[/bold]")
@@ -307,6 +309,42 @@ def reverify(package: str, store: str, as_json: bool) -> None:
         _emit(report, as_json, render)
         if report["invalid"] or problems:
             sys.exit(1)
+    _guard(run)
+
+
+@main.command()
+@click.argument("package", required=False, type=click.Path(file_okay=False))
+@click.option("--n", "count", default=40, show_default=True, help="items to sample for review")
+@click.option("--seed", type=int, help="sampling seed (default: from the package snapshot)")
+@click.option("--out", type=click.Path(dir_okay=False), help="page to write (default: PACKAGE/review.html)")
+@click.option("--store", type=click.Path(file_okay=False), help="store the package was built from (embeds media the "
+                                                                 "package only references; needed with --import)")
+@click.option("--import", "verdicts", type=click.Path(dir_okay=False), help="a saved verdicts file to store")
+@click.option("--json", "as_json", is_flag=True)
+def review(package: str | None, count: int, seed: int | None, out: str | None, store: str | None,
+           verdicts: str | None, as_json: bool) -> None:
+    """Write a review page of random items of PACKAGE, or store the verdicts a reviewer saved.
+
+    A person marks each item correct, ambiguous or wrong; `--import` records the verdicts as
+    human verification records, and the next `forge build` repairs or removes the items marked
+    ambiguous or wrong and reports the accuracy people found."""
+    def run() -> None:
+        from forge import review as rv
+
+        if verdicts:
+            if not store:
+                raise UsageError("--import needs --store: the store the reviewed package was built from")
+            result = rv.import_verdicts(Path(verdicts), Path(store))
+            _emit(result, as_json, lambda r: click.echo(
+                f"{r['imported']} verdicts by {r['reviewer']}: {r['correct']} correct, {r['ambiguous']} ambiguous, "
+                f"{r['wrong']} wrong; {r['routed_to_repair']} item(s) go to diagnosis and repair on the next "
+                f"`forge build`"))
+            return
+        if not package:
+            raise UsageError("give a PACKAGE to review, or --import FILE --store DIR")
+        page = rv.write_page(Path(package), Path(out) if out else None, count, seed, Path(store) if store else None)
+        _emit({"page": str(page)}, as_json, lambda r: click.echo(f"review page: {r['page']} (open it in a browser, "
+                                                                  "mark the items, save the verdicts)"))
     _guard(run)
 
 

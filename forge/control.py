@@ -18,8 +18,8 @@ from langgraph.graph import END, START, StateGraph
 from forge.artifact_types import Template
 from forge.errors import ContractError, DefinitionError, SkillExecutionError
 from forge.executor import Executor, NodeResult
-from forge.gates import (BindingSummary, GateLog, allocate, balance_answers, blind_evaluation, grey_batches,
-                         judge_grey_batch, near_duplicates, screen_invalid, StoreMemo)
+from forge.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, GateLog, allocate, balance_answers, blind_evaluation, expected_yield,
+                         grey_batches, independent_items, judge_grey_batch, near_duplicates, screen_invalid, StoreMemo)
 from forge.planner import Workflow
 from forge.progress import Progress
 from forge.store import Store
@@ -42,8 +42,8 @@ class BuildState(TypedDict, total=False):
 
 
 # Synthesis realizes this much more than the targets ask, to absorb rejections at the gates.
-HEADROOM = 1.15
-MAX_TOPUPS = 3
+HEADROOM = 1.35
+MAX_TOPUPS = 4
 MAX_REFILLS = 2  # realize rounds after S5 screening, per build
 
 
@@ -75,6 +75,7 @@ class StageRunner:
         self._refills = 0
         self._blind_memo: StoreMemo | None = None  # C1 reports by input digest (persisted in the store)
         self._summaries: dict[str, BindingSummary] = {}  # bindings are immutable: summarize each once
+        self._repaired_items: set[str] = set()
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -190,6 +191,9 @@ class StageRunner:
                                 "bindings_realized": sum(len(v) for v in plan.values())})
         self._realized = {b for t in grey for b in grey[t]} | set(full)
         self._disabled = disabled
+        self._refills = 0  # a new allocation gets its own refill rounds
+        # Back from S5 for more units: items repaired in earlier rounds stay in the pool.
+        kept += [i for i in sorted(self._repaired_items - set(kept)) if i not in self._replaced]
         return {"ids": {"OEItem": kept}}
 
     def _refill(self, accepted: dict[str, Any], binding_ids: list[str]) -> list[str]:
@@ -224,8 +228,10 @@ class StageRunner:
         missing = [b for b in ids if b not in self._summaries]
         rows = self.store.fields(missing, {"template": "$.template", "answer": "$.answer",
                                            "capability": "$.presentation.capability",
-                                           "intervals": "$.presentation.options.intervals"}) if missing else {}
+                                           "intervals": "$.presentation.options.intervals",
+                                           "determinant": "$.presentation.determinant"}) if missing else {}
         for bid, f in rows.items():
+            f["determinant"] = f.get("determinant") or ""
             intervals = json.loads(f.pop("intervals") or "null")
             if intervals:  # balance the interval a count falls in, not the raw count
                 value = float(f["answer"])
@@ -243,9 +249,7 @@ class StageRunner:
         bp = self._blueprint()
         if state.get("topups", 0) >= MAX_TOPUPS or bp.sources[0].get(self.scale["field"] + "_given"):
             return 0
-        have: dict[str, int] = {}
-        for summary in self._binding_summaries(binding_ids).values():
-            have[summary.capability] = have.get(summary.capability, 0) + 1
+        have = expected_yield(self._binding_summaries(binding_ids))
         ratios = [have.get(c, 0) / (t * HEADROOM) for c, t in bp.capability_targets.items() if t > 0]
         worst = min(ratios, default=1.0)
         if worst >= 1.0:
@@ -270,7 +274,36 @@ class StageRunner:
                 break
             self._refills += 1
             pool += extra
-        return {"ids": {"OEItem": pool}}
+        update: dict[str, Any] = {"ids": {"OEItem": pool}}
+        extra_units = self._units_for_shortfall(state)
+        if extra_units:
+            update.update({"units": state["units"] + extra_units, "topups": state.get("topups", 0) + 1,
+                           "notes": [f"gates left the composition short: collecting {extra_units} more units"]})
+            self.progress.stage(f"   {update['notes'][0]}")
+        return update
+
+    def _units_for_shortfall(self, state: BuildState) -> int:
+        """More source units when, after every gate and refill, a capability is still short and
+        each unit has been seen to yield some of it (yield per unit measured on this build)."""
+        bp = self._blueprint()
+        if state.get("topups", 0) >= MAX_TOPUPS or bp.sources[0].get(self.scale["field"] + "_given"):
+            return 0
+        have: dict[str, int] = {}
+        for iid in self.item_stats.get("accepted", []):
+            cap = self.executor.load(iid).capability
+            have[cap] = have.get(cap, 0) + 1
+        units = state["units"]
+        tol = bp.composition_tolerance
+        ratios = [have.get(c, 0) / t for c, t in bp.capability_targets.items()
+                  if t > 0 and have.get(c, 0) < t * (1 - tol)]
+        if not ratios or min(ratios) <= 0.0:
+            return 0
+        return max(1, min(3 * units, math.ceil(units * (1.0 / min(ratios) - 1.0) * 1.2)))
+
+    def route_after_verify(self, state: BuildState) -> str:
+        if self.repair is not None and self.repair.rounds <= self.repair.settings.budget and self._pending_failures():
+            return "repair"
+        return "more" if state.get("units", 0) > self._collected_units else "package"
 
     def _shortfall(self, accepted: dict[str, Any]) -> int:
         have: dict[str, int] = {}
@@ -288,31 +321,30 @@ class StageRunner:
         self.executor.preload(rejected_ids)
         failed = self._failed_requirements(rejected_ids)
         rejected = {i: (self.executor.load(i).template, failed.get(i, [])) for i in rejected_ids}
+        self.log.forget((GATE_DUP, GATE_DEP, GATE_BAL, GATE_C1))
         passed_b1 = screen_invalid(self.log, items, rejected)
-        balanced = balance_answers(self.log, {i: items[i] for i in passed_b1}, float(self.gates["blind_margin"]) / 2,
+        # Redundant items go first (near duplicates, items whose answers determine each other),
+        # so balancing and the blind test see the pool that will be released.
+        facts = self.store.fields([items[i].binding for i in passed_b1],
+                                  {"scene": "$.scene_index", "view": "$.view", "slots": "$.slots"})
+        unique = near_duplicates(self.log, {i: items[i] for i in passed_b1}, facts)
+        self.item_stats["duplicates"] = len(passed_b1) - len(unique)
+        independent = independent_items(self.log, {i: items[i] for i in unique})
+        self.item_stats["dependent"] = len(unique) - len(independent)
+        balanced = balance_answers(self.log, {i: items[i] for i in independent}, float(self.gates["blind_margin"]) / 2,
                                    int(self.gates["min_blind_items"]))
-        self.item_stats["balance_held"] = len(passed_b1) - len(balanced)
-        passed_b1 = balanced
+        self.item_stats["balance_held"] = len(independent) - len(balanced)
         if self.ablate == "no-blind-eval":
-            accepted, self.blind_reports = passed_b1, {}
+            accepted, self.blind_reports = balanced, {}
         else:
             if self._blind_memo is None:
                 self._blind_memo = StoreMemo(self.store)
-            accepted, self.blind_reports = blind_evaluation(self.log, {i: items[i] for i in passed_b1}, self.gates,
+            accepted, self.blind_reports = blind_evaluation(self.log, {i: items[i] for i in balanced}, self.gates,
                                                             self._blind_memo)
             self._blind_memo.flush()
-        self.item_stats["blind_held"] = sorted(set(passed_b1) - set(accepted))
-        facts = self.store.fields([items[i].binding for i in accepted],
-                                  {"scene": "$.scene_index", "view": "$.view", "slots": "$.slots"})
-        unique = near_duplicates(self.log, {i: items[i] for i in accepted}, facts)
-        self.item_stats["duplicates"] = len(accepted) - len(unique)
-        self.item_stats["accepted"] = unique
-        return {i: items[i] for i in unique}
-
-    def wants_repair(self, state: BuildState) -> str:
-        if self.repair is None or self.repair.rounds > self.repair.settings.budget:
-            return "package"
-        return "repair" if self._pending_failures() else "package"
+        self.item_stats["blind_held"] = sorted(set(balanced) - set(accepted))
+        self.item_stats["accepted"] = accepted
+        return {i: items[i] for i in accepted}
 
     def s5_repair(self, state: BuildState) -> dict[str, Any]:
         """One round of diagnosis and repair; repaired items replace their priors in the pool."""
@@ -325,6 +357,7 @@ class StageRunner:
             from forge.repair import RepairInvariantError
 
             raise RepairInvariantError("a repair changed a requirement or a gate threshold")
+        self._repaired_items |= set(outcome["items"])
         pool = [i for i in state["ids"]["OEItem"] if i not in self._replaced] + outcome["items"]
         return {"ids": {"OEItem": sorted(set(pool))}}
 
@@ -335,6 +368,10 @@ class StageRunner:
         self.log.flush(self.store)
         if not accepted:
             raise ContractError("no item passed the quality gates; see `forge status` and the gate decisions")
+        # People's verdicts are part of what the package reports: they enter its identity.
+        verdicts = [{k: r[k] for k in ("artifact_id", "verdict", "reviewer", "reviewed_at")}
+                    for r in self.store.human_verdicts()]
+        self.workflow.node("package").fanout = [{"human_review": verdicts}] if verdicts else None
         pkg = self._run("package", {"Blueprint": ids["Blueprint"], "OEItem": accepted})
         self._require("package", pkg, "package")
         return {"ids": {"Package": pkg.verified}}
@@ -439,16 +476,17 @@ class StageRunner:
 
 _STAGE_TITLES = {"S1": "intent blueprinting", "S2": "data collection", "S3": "evidence structuring",
                  "S4": "benchmark synthesis: templates and binding", "S4 realize": "benchmark synthesis: items",
-                 "S5": "verification (gates B1, C1)", "S5 repair": "diagnosis and repair",
+                 "S5": "verification (gates B1, DUP, DEP, BAL, C1)", "S5 repair": "diagnosis and repair",
                  "S5 package": "packaging"}
 
 
 def stage_graph(runner: StageRunner):
     """S1 -> S2 -> S3 -> S4 bind -(short of targets)-> S2 ... -> S4 realize -> S5 verify
-    -(failures)-> S5 repair -> S5 verify ... -> S5 package.
+    -(failures)-> S5 repair -> S5 verify ... -(still short after the gates)-> S2 ... -> S5 package.
 
     Each node returns ids only. The edge after binding collects more evidence when the
-    blueprint's composition cannot be met; the edge after verification is the repair loop.
+    blueprint's composition cannot be met; the edge after verification is the repair loop, or
+    more evidence when the gates left a capability short; both are bounded by MAX_TOPUPS.
     """
     graph = StateGraph(BuildState)
     steps = {"S1": runner.s1_blueprint, "S2": runner.s2_collect, "S3": runner.s3_structure,
@@ -462,7 +500,8 @@ def stage_graph(runner: StageRunner):
     graph.add_edge("S3", "S4")
     graph.add_conditional_edges("S4", runner.wants_more, {"more": "S2", "enough": "S4 realize"})
     graph.add_edge("S4 realize", "S5")
-    graph.add_conditional_edges("S5", runner.wants_repair, {"repair": "S5 repair", "package": "S5 package"})
+    graph.add_conditional_edges("S5", runner.route_after_verify,
+                                {"repair": "S5 repair", "more": "S2", "package": "S5 package"})
     graph.add_edge("S5 repair", "S5")
     graph.add_edge("S5 package", END)
     return graph.compile()

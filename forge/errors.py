@@ -10,6 +10,8 @@ traceback and names the file, field, skill or artifact at fault.
     +-- PrerequisiteError    something the build needs is absent (module, simulator, data)
     +-- StoreError           the store is missing, locked or of another format
     +-- ReferenceError_      a REF given on the command line matches nothing
+    +-- UsageError           a command given something it cannot work on
+        +-- ReviewError      a review page or verdicts file that cannot be made or read
 """
 
 from __future__ import annotations

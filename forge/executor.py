@@ -236,6 +236,7 @@ class Executor:
     def _reuse(self, done: list[Invocation], memo: dict[str, dict[str, Any]], result: NodeResult) -> None:
         out_ids = [oid for inv in done for oid in memo[inv.run_key]["outputs"]]
         statuses = self.store.artifact_statuses(out_ids)
+        people = self.store.human_rejected(out_ids)  # a person's verdict outlives contract re-checks
         batch = Batch()
         stale_contract: list[str] = []
         for inv in done:
@@ -247,9 +248,9 @@ class Executor:
             if oid not in self._seen:
                 result.reused += 1
                 self._seen.add(oid)
-            if cversion != self.contracts.version(type_name):
+            if cversion != self.contracts.version(type_name) and oid not in people:
                 stale_contract.append(oid)
-            elif status == "verified":
+            elif status == "verified" and oid not in people:
                 result.verified.append(oid)
             else:
                 result.rejected.append(oid)

@@ -1,5 +1,6 @@
-"""Quality gates of the OE track: A (grey batch per template), B1 (invalid-item screening),
-BAL (answer balance), C1 (evidence-blind evaluation) and DUP (near duplicates). Gate settings
+"""Quality gates of the OE track, in the order they apply: A (grey batch per template), B1
+(invalid-item screening), DUP (near duplicates), DEP (items whose answers determine each
+other), BAL (answer balance) and C1 (evidence-blind evaluation). Gate settings
 come from the intent; a decision is stored for every item (and every template for A and C1)."""
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ class GateLog:
         self.rows[(gate.value, subject_id)] = (self.build_id, gate.value, subject_id, subject_type, template, decision,
                                               details, now())
 
+    def forget(self, gates: tuple[GateId, ...], subjects: set[str] | None = None) -> None:
+        """Drop these gates' decisions (on these subjects): a new screening round decides again,
+        and an item that no longer reaches a gate keeps no stale verdict of it."""
+        names = {g.value for g in gates}
+        self.rows = {k: v for k, v in self.rows.items()
+                     if not (k[0] in names and (subjects is None or k[1] in subjects or v[3] == "Template"))}
+
     @property
     def counts(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
@@ -56,11 +64,33 @@ class GateLog:
 
 @dataclass(frozen=True)
 class BindingSummary:
-    """The three fields allocation needs, read without loading whole bindings."""
+    """The fields allocation needs, read without loading whole bindings."""
 
     template: str
     answer: str
     capability: str
+    determinant: str = ""  # what the answer is a function of (bindings sharing one make dependent items)
+
+
+def expected_yield(bindings: dict[str, BindingSummary]) -> dict[str, int]:
+    """Items per capability the gates can be expected to let through: the bindings whose
+    determinants are independent of each other (as the independence gate keeps them), and no
+    more than their templates' answers can balance (per template, the answer classes times the
+    rarest class's count)."""
+    dets = {bid: json.loads(b.determinant) if b.determinant else {} for bid, b in bindings.items()}
+    kept, _ = independent(dets)
+    by_template: dict[str, dict[str, int]] = {}
+    for bid in kept:
+        b = bindings[bid]
+        answers = by_template.setdefault(b.template, {})
+        answers[b.answer] = answers.get(b.answer, 0) + 1
+    out: dict[str, int] = {}
+    for template, answers in by_template.items():
+        n = sum(answers.values())
+        balanced = len(answers) * min(answers.values()) if len(answers) > 1 else n
+        cap = next(b.capability for b in bindings.values() if b.template == template)
+        out[cap] = out.get(cap, 0) + max(balanced, n // 2)
+    return out
 
 
 def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) -> dict[str, list[str]]:
@@ -210,43 +240,142 @@ def blind_code_version() -> str:
 # Question types whose answer is one displayed option: their answer texts can be balanced.
 BALANCED_TYPES = {"single_choice", "yes_no", "marked_object_choice", "multi_view_choice", "interval_choice",
                   "temporal_choice", "grounding_choice"}
+MIN_KIND_GROUP = 4  # kinds with fewer items than this in a template are balanced together
+KIND_ITEMS_PER_CLASS = 4
+
+
+def answer_class(item: OEItem, bins: list[float] | None = None) -> str | None:
+    """What balancing counts: the displayed answer, or for numeric items the tolerance-wide bin
+    the value falls in (a flat spread of values leaves no typical number to guess)."""
+    if item.question_type in BALANCED_TYPES:
+        return item.answer
+    if item.question_type == "numeric" and item.answer_value is not None and bins is not None:
+        return f"bin {sum(1 for edge in bins if item.answer_value >= edge)}"
+    return None
+
+
+def tolerance_bins(values: list[float], scoring: dict[str, Any]) -> list[float]:
+    """Bin edges over ``values``, each bin as wide as the scorer's tolerance window at its start."""
+    abs_tol, rel_tol = float(scoring.get("abs_tol", 0.0)), float(scoring.get("rel_tol", 0.0))
+    edges: list[float] = []
+    start = None
+    for v in sorted(values):
+        if start is None or v > start + 2 * max(abs_tol, rel_tol * abs(start), 0.5):
+            start = v
+            edges.append(v)
+    return edges[1:]
 
 
 def balance_answers(log: GateLog, items: dict[str, OEItem], slack: float, min_items: int) -> list[str]:
-    """Hold back items of over-represented answers, per template, until no answer has a share
-    above ``1 / options + slack``: a released template carries no answer prior. Which items are
-    kept is decided by id, so the choice is reproducible. Templates with fewer than
-    ``min_items`` items are left alone (too few to show a prior, as for the blind gate)."""
-    by_template: dict[str, dict[str, list[str]]] = {}
+    """Hold back items of over-represented answers until no answer class has a share above
+    ``1 / classes + slack``, per template and per kind of object the question names (so the
+    category named cannot give the answer away: a state question about mugs is upright as often
+    as lying). Kinds with few items are balanced together. Which items are kept is decided by
+    id, so the choice is reproducible. Templates with fewer than ``min_items`` items are left
+    alone (too few to show a prior, as for the blind gate)."""
+    by_template: dict[str, list[str]] = {}
     kept: list[str] = []
     for iid in sorted(items):
         it = items[iid]
-        if it.question_type in BALANCED_TYPES:
-            by_template.setdefault(it.template, {}).setdefault(it.answer, []).append(iid)
+        if it.question_type in BALANCED_TYPES or it.question_type == "numeric":
+            by_template.setdefault(it.template, []).append(iid)
         else:
             kept.append(iid)
-    for template, groups in by_template.items():
-        if sum(len(ids) for ids in groups.values()) < min_items:
-            kept += [i for ids in groups.values() for i in ids]
+    for template, ids in by_template.items():
+        if len(ids) < min_items:
+            kept += ids
             continue
-        options = max(len(items[i].options) for ids in groups.values() for i in ids)
-        limit = 1.0 / max(1, options) + slack
-        counts = sorted((len(v) for v in groups.values()), reverse=True)
-        cap = 0
-        for m in range(counts[0], 0, -1):
-            capped = [min(c, m) for c in counts]
-            if len(capped) > 1 and max(capped) / sum(capped) <= limit:
-                cap = m
-                break
-        for answer, ids in groups.items():
-            for k, iid in enumerate(ids):
-                if k < cap:
-                    kept.append(iid)
-                    log.decide(GATE_BAL, iid, "OEItem", template, "pass")
-                else:
-                    log.decide(GATE_BAL, iid, "OEItem", template, "fail",
-                               {"answer": answer, "cap": cap, "max_share": round(limit, 4)})
+        first = items[ids[0]]
+        bins = tolerance_bins([items[i].answer_value for i in ids if items[i].answer_value is not None],
+                              first.scoring) if first.question_type == "numeric" else None
+        kinds: dict[tuple, list[str]] = {}
+        for iid in ids:
+            kinds.setdefault(tuple(items[iid].kinds), []).append(iid)
+        # A kind is balanced on its own once it has enough items to show a prior (a few per
+        # answer class); smaller kinds are balanced together.
+        classes = (len(bins) + 1) if bins is not None else max(len(items[i].options) for i in ids)
+        own = max(MIN_KIND_GROUP, KIND_ITEMS_PER_CLASS * classes)
+        pooled: list[str] = []
+        groups = []
+        for kind, members in sorted(kinds.items()):
+            (groups.append((kind, members)) if len(members) >= own else pooled.extend(members))
+        if pooled:
+            groups.append((("(few)",), sorted(pooled)))
+        for kind, members in groups:
+            kept += _balance_group(log, template, kind, {i: items[i] for i in members}, bins, slack)
     return sorted(kept)
+
+
+def _balance_group(log: GateLog, template: str, kind: tuple, items: dict[str, OEItem], bins: list[float] | None,
+                   slack: float) -> list[str]:
+    classes: dict[str, list[str]] = {}
+    for iid in sorted(items):
+        classes.setdefault(answer_class(items[iid], bins) or "", []).append(iid)
+    first = next(iter(items.values()))
+    n_classes = (len(bins) + 1) if bins is not None else max(len(it.options) for it in items.values())
+    limit = 1.0 / max(1, n_classes) + slack
+    counts = sorted((len(v) for v in classes.values()), reverse=True)
+    cap = 0
+    for m in range(counts[0], 0, -1):
+        capped = [min(c, m) for c in counts]
+        if len(capped) > 1 and max(capped) / sum(capped) <= limit:
+            cap = m
+            break
+    if first.question_type == "numeric" and len(classes) == 1:
+        cap = 0  # one typical number: guessable
+    kept = []
+    for answer, ids in classes.items():
+        for k, iid in enumerate(ids):
+            if k < cap:
+                kept.append(iid)
+                log.decide(GATE_BAL, iid, "OEItem", template, "pass")
+            else:
+                log.decide(GATE_BAL, iid, "OEItem", template, "fail",
+                           {"answer": answer, "kind": list(kind), "cap": cap, "max_share": round(limit, 4)})
+    return kept
+
+
+GATE_DEP = GateId("DEP")
+
+
+def independent_items(log: GateLog, items: dict[str, OEItem]) -> list[str]:
+    """DEP: no two released items whose answers determine each other. Two items do when they
+    show the same media of one evidence record, their answers read the same quantity (a
+    coordinate, a first-seen frame, a support, a count) and they name the same referents, or
+    one orders all of its referents and the other's are among them (the order of A, B, C by
+    first appearance settles which of A and B came first). Items are kept in id order; one
+    that depends on a kept item is held back."""
+    kept, twins = independent({iid: items[iid].determinant for iid in items})
+    for iid in sorted(items):
+        if iid in twins:
+            log.decide(GATE_DEP, iid, "OEItem", items[iid].template, "fail",
+                       {"determined_by": twins[iid], "quantity": items[iid].determinant.get("quantity")})
+        else:
+            log.decide(GATE_DEP, iid, "OEItem", items[iid].template, "pass")
+    return kept
+
+
+def independent(determinants: dict[str, dict[str, Any]]) -> tuple[list[str], dict[str, str]]:
+    """(kept ids, dropped id -> the kept id it depends on), keeping ids in order."""
+    kept: list[str] = []
+    twins: dict[str, str] = {}
+    groups: dict[tuple, list[tuple[str, set[str], bool]]] = {}
+    for iid in sorted(determinants):
+        d = determinants[iid]
+        if not d:
+            kept.append(iid)
+            continue
+        key = (d.get("evidence"), tuple(d.get("views") or ()), d.get("quantity"))
+        refs, whole = set(d.get("referents") or ()), bool(d.get("whole_order", True))
+        group = groups.setdefault(key, [])
+        twin = next((other for other, theirs, their_whole in group
+                     if refs == theirs or (their_whole and refs <= theirs) or (whole and theirs <= refs)), None)
+        if twin is None:
+            group.append((iid, refs, whole))
+            kept.append(iid)
+        else:
+            twins[iid] = twin
+    return kept, twins
 
 
 def near_duplicates(log: GateLog, items: dict[str, OEItem], facts: dict[str, dict[str, Any]],

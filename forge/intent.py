@@ -114,6 +114,9 @@ class ImageFolderSource(_Strict):
                                                     "cuts no box, so every object in them can be counted (0: none)")
     zooms_per_image: int = Field(6, ge=1, le=100)
     scenes: int | None = Field(None, ge=1, description="ignored: the folder decides the unit count")
+    trust_label_completeness: bool = Field(
+        False, description="treat the labels as exhaustive although the adapter cannot show it (DOTA's are not): "
+                           "allows counts and absences from labels; off by default")
     media: Literal["auto", "copy", "reference"] = Field(
         "auto", description="copy pixels into the package, or only reference the dataset files; auto follows "
                             "the adapter's licence (DOTA images are never copied)")
@@ -182,8 +185,8 @@ class OESpec(_Strict):
 class GateSettings(_Strict):
     grey_batch: int = Field(6, ge=1, le=1000, description="items per template synthesized before full synthesis")
     grey_min_valid: float = Field(0.5, ge=0.0, le=1.0, description="valid fraction a grey batch needs")
-    blind_margin: float = Field(0.15, ge=0.0, le=1.0, description="allowed blind accuracy above chance")
-    blind_alpha: float = Field(0.01, gt=0.0, lt=1.0, description="significance of the blind excess")
+    blind_margin: float = Field(0.05, ge=0.0, le=1.0, description="allowed blind accuracy above chance")
+    blind_alpha: float = Field(0.05, gt=0.0, lt=1.0, description="significance of the blind excess (Bonferroni over the solvers)")
     min_blind_items: int = Field(8, ge=1, description="fewest items a template needs for the blind test (the exact binomial test guards small samples)")
 
 

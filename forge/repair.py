@@ -26,6 +26,7 @@ from typing import Any
 from forge.errors import ForgeError
 from forge.executor import Executor, NodeResult, WorkflowNode
 from forge.keys import digest
+from forge.review import HUMAN_REQUIREMENT
 from forge.store import Batch, Store, now
 
 OPERATORS = ("local_field_repair", "template_rebinding", "candidate_resynthesis", "skill_reexecution",
@@ -42,6 +43,10 @@ ROUTES: dict[str, tuple[str, str | None]] = {
     "invalid_evidence": ("upstream_rollback", None),
     "invalid_source": ("upstream_rollback", None),
     "inadmissible_evidence": ("final_rejection", None),
+    # A person's verdict: an ambiguous item is realized anew from its binding; one a person
+    # found wrong ends its lineage (its evidence disagrees with what the picture shows).
+    "human_ambiguous": ("candidate_resynthesis", None),
+    "human_wrong": ("final_rejection", None),
 }
 
 SCOPES = {
@@ -128,7 +133,7 @@ class RepairLoop:
         out = []
         for aid, (req, detail) in sorted(todo.items()):
             art = arts[aid]
-            category = self.executor.contracts.category(req) if req != "C1" else "non_target_shortcut"
+            category = self._category(req, detail)
             prior = json.loads(meta.get(aid) or "{}").get("repair", {})
             attempt = int(prior.get("attempt", 0)) + 1
             operator = ROUTES.get(category, ("final_rejection", None))[0]
@@ -140,6 +145,14 @@ class RepairLoop:
                 operator=operator, attempt=attempt, root=prior.get("root", aid), detail=detail,
             ))
         return self._escalate(out)
+
+    def _category(self, requirement: str, detail: str) -> str:
+        if requirement == "C1":
+            return "non_target_shortcut"
+        if requirement == HUMAN_REQUIREMENT:
+            verdict = json.loads(detail or "{}").get("verdict")
+            return "human_wrong" if verdict == "wrong" else "human_ambiguous"
+        return self.executor.contracts.category(requirement)
 
     def _cause(self, aid: str) -> str:
         """The earliest artifact of the lineage that fails its own contract (else ``aid``)."""

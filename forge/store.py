@@ -320,6 +320,28 @@ class Store(BlobStore):
         )
         return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
+    def reject(self, ids: Iterable[str]) -> None:
+        """Mark artifacts rejected (a person found them wrong): the next build repairs them."""
+        self._ids_query("UPDATE artifacts SET status = 'rejected' WHERE id IN (SELECT id FROM _ids) RETURNING id", ids)
+
+    def human_rejected(self, ids: Iterable[str]) -> set[str]:
+        """Artifacts whose latest human verdict failed them."""
+        rows = self._ids_query(
+            "SELECT artifact_id, passed FROM verifications WHERE verification = 'human' AND artifact_id IN "
+            "(SELECT id FROM _ids) ORDER BY checked_at", ids)
+        latest = {aid: ok for aid, ok in rows}
+        return {aid for aid, ok in latest.items() if not ok}
+
+    def human_verdicts(self) -> list[dict[str, Any]]:
+        """Every human verification record: item, verdict, reviewer, time."""
+        out = []
+        for aid, diag in self.execute("SELECT artifact_id, diagnostics FROM verifications WHERE verification = "
+                                      "'human' ORDER BY checked_at").fetchall():
+            d = json.loads(diag or "{}")
+            out.append({"artifact_id": aid, "verdict": d.get("verdict"), "reviewer": d.get("reviewer"),
+                        "reviewed_at": d.get("reviewed_at"), "note": d.get("note", "")})
+        return out
+
     def find_artifacts(self, prefix: str) -> list[tuple[str, str]]:
         return self.con.execute(
             "SELECT id, type FROM artifacts WHERE starts_with(id, ?) ORDER BY id", [prefix]

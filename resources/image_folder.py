@@ -151,6 +151,11 @@ class Adapter(Protocol):
     name: str
     redistribute: bool
     licence_note: str
+    # Whether every object of the labelled categories carries a label: counts and absences
+    # follow from labels only when they do. ``rules_out`` names the capabilities that need it.
+    labels_complete: bool
+    completeness_note: str
+    rules_out: tuple[str, ...]
 
     def units(self, root: Path, source: dict[str, Any]) -> list[dict[str, Any]]: ...
 
@@ -165,6 +170,10 @@ class DotaAdapter:
     redistribute = False
     licence_note = ("DOTA images are for academic use only and are not redistributed: the package references "
                     "them by path and SHA-256 and rebuilds its media from the user's own copy")
+    labels_complete = False
+    completeness_note = ("DOTA labels are not exhaustive (in dense scenes many small vehicles and boats carry no "
+                         "box), so a count or an absence cannot be shown from them")
+    rules_out = ("counting",)
 
     def units(self, root: Path, source: dict[str, Any]) -> list[dict[str, Any]]:
         from PIL import Image
@@ -202,6 +211,9 @@ class FramesAdapter:
     name = "frames"
     redistribute = True
     licence_note = "frames from BSD-3 sources (TartanAir tools, scikit-image data) may be copied"
+    labels_complete = True  # nothing is labelled, so nothing is missing: no object facts at all
+    completeness_note = ""
+    rules_out: tuple[str, ...] = ()
     max_gap = 5
 
     def _files(self, root: Path) -> list[Path]:

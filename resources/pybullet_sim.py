@@ -21,6 +21,7 @@ import yaml
 from forge.artifact_types import CameraSpec, ObjectSpec, ObjectState, SceneSpec
 
 SETTLE_STEPS = 150
+DROP_GAP = 0.01  # metres between an object's lowest point and its support when it is set down
 FLOOR = "floor"
 
 
@@ -121,12 +122,22 @@ class SceneSimulator:
             p.stepSimulation(physicsClientId=c)
 
     def _drop(self, obj: ObjectSpec, support_height: float) -> int:
+        """Load the object in its resting pose and set its lowest point just above its support,
+        so it settles without a fall that could tip it over."""
         p, c = self.p, self.client
-        orn = p.getQuaternionFromEuler([obj.roll, 0, obj.yaw])
-        z = obj.z if obj.z is not None else support_height + 0.08 * max(1.0, obj.scale / 1.5)
-        body = p.loadURDF(obj.urdf, [obj.xy[0], obj.xy[1], z], orn, globalScaling=obj.scale, physicsClientId=c)
+        roll, pitch, _ = obj.base_rpy
+        orn = p.getQuaternionFromEuler([roll, pitch, obj.yaw])
+        surface = obj.z if obj.z is not None else support_height
+        body = p.loadURDF(obj.urdf, [obj.xy[0], obj.xy[1], surface + 1.0], orn, globalScaling=obj.scale,
+                          physicsClientId=c)
+        lo, _ = p.getAABB(body, physicsClientId=c)
+        pos, _ = p.getBasePositionAndOrientation(body, physicsClientId=c)
+        p.resetBasePositionAndOrientation(body, [pos[0], pos[1], pos[2] - lo[2] + surface + DROP_GAP], orn,
+                                          physicsClientId=c)
+        # textureUniqueId=-1 drops the mesh texture, so the tint alone gives the colour.
+        texture = {} if obj.texture else {"textureUniqueId": -1}
         for link in range(-1, p.getNumJoints(body, physicsClientId=c)):
-            p.changeVisualShape(body, link, rgbaColor=obj.rgba, physicsClientId=c)
+            p.changeVisualShape(body, link, rgbaColor=obj.rgba, physicsClientId=c, **texture)
         return body
 
     def read_state(self, spec: SceneSpec) -> list[ObjectState]:
@@ -137,13 +148,14 @@ class SceneSimulator:
             body = self.bodies[obj.name]
             pos, orn = p.getBasePositionAndOrientation(body, physicsClientId=c)
             lo, hi = p.getAABB(body, physicsClientId=c)
-            up = np.array(p.getMatrixFromQuaternion(orn)).reshape(3, 3)[:, 2]
-            tilt = math.degrees(math.acos(max(-1.0, min(1.0, float(up[2])))))
+            # The angle between the up axis's line and the vertical: a block on either end stands.
+            up = np.array(p.getMatrixFromQuaternion(orn)).reshape(3, 3) @ np.array(obj.up_axis, dtype=float)
+            tilt = math.degrees(math.acos(min(1.0, abs(float(up[2])))))
             out.append(ObjectState(name=obj.name, category=obj.category, color=obj.color, body=body,
                                    position=[round(v, 6) for v in pos], orientation=[round(v, 6) for v in orn],
                                    aabb_min=[round(v, 6) for v in lo], aabb_max=[round(v, 6) for v in hi],
                                    support=self._support(body, (lo[2] + hi[2]) / 2, names),
-                                   tilt_deg=round(tilt, 3)))
+                                   tilt_deg=round(tilt, 3), up_axis=list(obj.up_axis)))
         return out
 
     def _support(self, body: int, mid_z: float, names: dict[int, str]) -> str | None:

@@ -34,6 +34,7 @@ class FactTable:
         self.evidence = evidence
         self.facts: dict[tuple[str, int], ObjectViewFact] = {(f.object, f.view): f for f in evidence.facts}
         self.objects = [o.name for o in evidence.objects]
+        self.referents = [o.name for o in evidence.objects if o.referable]
         self._objects = {o.name: o for o in evidence.objects}
         self.views = [v.index for v in evidence.views]
 
@@ -425,28 +426,47 @@ def _grounding_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list
 
 @dataclass(frozen=True)
 class Rule:
+    """An answer rule. ``quantity`` names what its answer is a function of: two items on the same
+    media reading the same quantity determine each other when their referents are the same, or
+    when one's answer orders all of its referents (``whole_order``: an order, a pairwise
+    comparison) and the other's referents are among them. ``complete_labels``: the answer needs
+    every object of the scene registered (a count, an absence), which real-image labels may not
+    give."""
+
     name: str
     candidates: Callable[[FactTable, Any, dict[str, Any]], list[Candidate]]
     derive: Callable[[FactTable, Any, dict[str, Any], dict[str, Any]], Derivation]
     slots: tuple[str, ...]
     question_types: tuple[str, ...]
+    quantity: Callable[[dict[str, Any]], str] | None = None
+    complete_labels: bool = False
+    whole_order: bool = False  # the answer orders all its referents: it settles any question on a subset
+
+    def quantity_of(self, template: dict[str, Any]) -> str:
+        return self.quantity(template) if self.quantity else self.name
+
+
+def _field(tpl: dict[str, Any]) -> str:
+    return f"field:{tpl['answer_rule'].get('field')}"
 
 
 RULES: dict[str, Rule] = {
     r.name: r for r in (
-        Rule("extreme", _extreme_candidates, _extreme_derive, ("objects",), ("single_choice",)),
-        Rule("compare", _compare_candidates, _compare_derive, ("a", "b"), ("yes_no",)),
-        Rule("marked_compare", _marked_candidates, _marked_derive, ("marked",), ("marked_object_choice",)),
+        Rule("extreme", _extreme_candidates, _extreme_derive, ("objects",), ("single_choice",), _field),
+        Rule("compare", _compare_candidates, _compare_derive, ("a", "b"), ("yes_no",), _field, whole_order=True),
+        Rule("marked_compare", _marked_candidates, _marked_derive, ("marked",), ("marked_object_choice",), _field,
+             whole_order=True),
         Rule("visible", per_object(_visible_derive, lambda d: d["visible_pixels"]),
-             _visible_derive, ("object",), ("yes_no",)),
+             _visible_derive, ("object",), ("yes_no",), lambda t: "visible"),
         Rule("best_view", per_object(_best_view_derive, lambda d: d["ratio"], lambda d: d["visible_pixels"]),
              _best_view_derive, ("object",), ("multi_view_choice",)),
         Rule("only_view", per_object(_only_view_derive, lambda d: max(d["visible_pixels"].values()),
                                      lambda d: d["visible_pixels"]),
              _only_view_derive, ("object",), ("multi_view_choice",)),
-        Rule("count", _count_candidates, _count_derive, (), ("numeric", "interval_choice")),
-        Rule("order", _order_candidates, _order_derive, ("objects",), ("ordered_list",)),
-        Rule("visible_set", _visible_set_candidates, _visible_set_derive, ("objects",), ("multiple_choice",)),
+        Rule("count", _count_candidates, _count_derive, (), ("numeric", "interval_choice"), complete_labels=True),
+        Rule("order", _order_candidates, _order_derive, ("objects",), ("ordered_list",), _field, whole_order=True),
+        Rule("visible_set", _visible_set_candidates, _visible_set_derive, ("objects",), ("multiple_choice",),
+             lambda t: "visible", whole_order=True),
         Rule("nearest_to", _nearest_to_candidates, _nearest_to_derive, ("anchor", "objects"), ("single_choice",)),
         Rule("distance", _distance_candidates, _distance_derive, ("a", "b"), ("numeric",)),
         Rule("reach", per_object(_reach_derive, lambda d: abs(d["distance_m"] - d["reach_m"])),
@@ -472,5 +492,13 @@ def rule_for(template: dict[str, Any]) -> Rule:
 
 
 def derive(evidence: EvidenceRecord, view: int | None, slots: dict[str, Any], template: dict[str, Any]) -> Derivation:
-    """The answer the evidence implies for these slots, or None with the reason."""
-    return rule_for(template).derive(FactTable(evidence), view, slots, template)
+    """The answer the evidence implies for these slots, or None with the reason: the rule's own
+    admission first, then what every template shares (named referents, declared visibility)."""
+    from forge_skills.admission import admission_problem
+
+    ft = FactTable(evidence)
+    answer, why = rule_for(template).derive(ft, view, slots, template)
+    if answer is None:
+        return answer, why
+    problem = admission_problem(ft, template, view, slots)
+    return (None, {"reason": problem}) if problem else (answer, why)

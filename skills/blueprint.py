@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from forge.artifact_types import Blueprint
+from forge.errors import IntentError
 from forge.intent import Intent
 from forge.keys import digest
 from forge.skills import SkillContext, skill
@@ -29,7 +30,6 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
     """Capability targets, question types, source sizing and gate settings from the intent."""
     intent = Intent.model_validate(ctx.params.intent)
     oe = intent.oe
-    per_cap = _split(oe.items, oe.capabilities, oe.weights)
     sources = []
     for src in intent.sources:
         entry = src.model_dump(mode="json")
@@ -44,6 +44,15 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
         elif entry.get("scenes") is None:
             entry["scenes"] = max(2, math.ceil(oe.items / (src.views * ITEMS_PER_VIEW_ESTIMATE)))
         sources.append(entry)
+    unavailable = _unavailable(intent)
+    wanted = [c for c in oe.capabilities if c not in unavailable]
+    if not wanted:
+        raise IntentError("the sources support none of the asked capabilities: "
+                          + "; ".join(f"{c}: {why}" for c, why in unavailable.items()),
+                          hint="ask for capabilities the source can show, or set trust_label_completeness if "
+                               "you know the labels are exhaustive")
+    per_cap = {**_split(oe.items, wanted, {c: w for c, w in oe.weights.items() if c in wanted}),
+               **{c: 0 for c in unavailable}}
     return [Blueprint(
         name=intent.name, version=intent.version, seed=intent.seed, track=intent.track,
         items_target=oe.items, capabilities=list(oe.capabilities), question_types=list(oe.question_types),
@@ -52,7 +61,24 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
         sources=sources, gates=intent.gates.model_dump(mode="json"),
         intent_hash=digest(ctx.params.intent),
         capability_sources=_capability_sources(ctx.params.intent, oe.focus), composition_tolerance=oe.tolerance,
+        unavailable=unavailable,
     )]
+
+
+def _unavailable(intent: Intent) -> dict[str, str]:
+    """Asked capabilities a source rules out (real-image labels that are not exhaustive cannot
+    show a count), unless the intent vouches for the labels."""
+    out: dict[str, str] = {}
+    for src in intent.sources:
+        if src.kind != "image_folder" or src.trust_label_completeness:
+            continue
+        from forge_resources.image_folder import adapter_for
+
+        adapter = adapter_for(src.adapter)
+        for cap in intent.oe.capabilities:
+            if cap in adapter.rules_out and not adapter.labels_complete:
+                out[cap] = adapter.completeness_note
+    return out
 
 
 def _capability_sources(raw: dict[str, Any], focus: str | None) -> dict[str, list[str]]:

@@ -15,7 +15,9 @@ from forge.artifact_types import (Binding, Blueprint, EvidenceRecord, ImageRecor
 from forge.contracts import CheckContext, Outcome, check
 from forge.vocabulary import CAPABILITIES, QUESTION_TYPES
 from forge_skills import oe_scorer
+from forge_skills.admission import SINGULAR, SPECIAL_KEYS, WHERE
 from forge_skills.answer_rules import RULES, derive
+from forge_skills.appearance import MIN_NAMED_PIXELS, NAMES as COLOUR_NAMES
 from forge_skills.rules_scene import plural
 
 # -- blueprint ------------------------------------------------------------------------------
@@ -135,11 +137,12 @@ def evidence_matches_arrays(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
     if isinstance(src, ImageRecord):
         return _evidence_matches_labels(ev, src)
     arrays = ctx.store.get_arrays(src.arrays)
-    body = {o.name: o.body for o in src.objects}
+    by_source = {o.name: o.body for o in src.objects}
+    body = {o.name: by_source.get(o.source_name or o.name) for o in ev.objects}
     wrong = []
     for f in ev.facts:
         seg = arrays.get(f"seg_{f.view}")
-        if seg is None or f.object not in body:
+        if seg is None or body.get(f.object) is None:
             wrong.append(f"{f.object}@{f.view}: no such view or object in the source")
             continue
         if int((seg == body[f.object]).sum()) != f.visible_pixels:
@@ -212,13 +215,14 @@ def evidence_traceable(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
     if {(v.index, v.rgb) for v in ev.views} != {(v.index, v.rgb) for v in src.views}:
         problems.append("views differ from the source record")
     names = {o.name for o in src.objects} if isinstance(src, SourceRecord) else {lab.name for lab in src.labels}
-    if {o.name for o in ev.objects} != names:
+    if {o.source_name or o.name for o in ev.objects} != names:
         problems.append("objects differ from the source record")
     return Outcome(not problems, "; ".join(problems))
 
 
 # -- templates and bindings -----------------------------------------------------------------
 
+MIN_REALIZATIONS = 4
 SCORING_PROTOCOLS = {"exact_choice", "yes_no", "set_match", "ordered_list", "interval", "numeric", "matching"}
 OPTION_KINDS = {"objects": {"single_choice", "multiple_choice", "ordered_list"}, "yes_no": {"yes_no"},
                 "labels": {"marked_object_choice", "grounding_choice"}, "views": {"multi_view_choice", "temporal_choice"},
@@ -259,8 +263,19 @@ def template_declares(t: Template, ctx: CheckContext) -> Outcome:
             problems.append("intervals must be ordered and disjoint")
     for text in t.realizations:
         fields = {f for _, f, _, _ in string.Formatter().parse(text) if f}
+        fields = {f[: -len(SINGULAR)] if f.endswith(SINGULAR) and t.slots.get(f[: -len(SINGULAR)], {}).get("kind")
+                  == "category" else f for f in fields}
         if not fields <= set(t.slots):
             problems.append(f"realization uses undeclared slots {sorted(fields - set(t.slots))}")
+    if len(set(t.realizations)) < MIN_REALIZATIONS:
+        problems.append(f"{len(set(t.realizations))} distinct realizations; at least {MIN_REALIZATIONS} keep "
+                        "the wording from becoming a template's signature")
+    for key, spec in t.visibility.items():
+        if key not in t.slots and key not in SPECIAL_KEYS:
+            problems.append(f"visibility names {key!r}, neither a slot nor one of {list(SPECIAL_KEYS)}")
+        wheres = spec.get("in", "view") if isinstance(spec, dict) else None
+        if wheres is None or any(w not in WHERE for w in (wheres if isinstance(wheres, list) else [wheres])):
+            problems.append(f"visibility of {key!r}: 'in' must name views among {list(WHERE)}")
     if t.media.get("layout") not in LAYOUTS:
         problems.append(f"unknown media layout {t.media.get('layout')!r}")
     if kind == "fixed" and len(set(t.options.get("values") or [])) < 2:
@@ -447,6 +462,60 @@ def item_options_plain(item: OEItem, ctx: CheckContext) -> Outcome:
     allowed |= {f"View {k + 1}" for k in range(len(ev.views))} | {f"Frame {k + 1}" for k in range(len(ev.views))}
     extra = [o for o in [*item.options, *item.targets] if o not in allowed]
     return Outcome(not extra, f"options carry text beyond their referents: {extra[:3]}" if extra else "")
+
+
+@check("item_referents_match_pixels")
+def item_referents_match_pixels(item: OEItem, ctx: CheckContext) -> Outcome:
+    """Every object named in a visible field is a referent whose colour, as read from its pixels
+    in each shown view where it can be made out, is the colour it is named by; no text names a
+    coloured object the evidence does not register."""
+    ev = ctx.load(item.evidence)
+    shown = [v.index for v in ev.views if v.rgb in set(item.media_sources)]
+    facts = {(f.object, f.view): f for f in ev.facts}
+    texts = [item.question, *item.options, *item.targets]
+    problems = []
+    named = [o for o in ev.objects if any(_names(t, o.name) for t in texts)]
+    for o in named:
+        if not o.referable:
+            problems.append(f"{o.name!r} is named but may not be: {o.naming}")
+            continue
+        if not o.color:
+            continue
+        for v in shown:
+            f = facts.get((o.name, v))
+            if f is not None and f.visible_pixels >= MIN_NAMED_PIXELS and f.colour != o.color:
+                problems.append(f"the {o.name} reads {f.colour or 'no clear colour'} in view {v}")
+    known = {o.name.lower() for o in named}
+    categories = {o.category for o in ev.objects}
+    for phrase in _coloured_phrases(texts, categories):
+        if phrase not in known and not any(phrase in k for k in known):
+            problems.append(f"{phrase!r} names no registered object")
+    return Outcome(not problems, "; ".join(problems[:3]))
+
+
+def _names(text: str, name: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.I) is not None
+
+
+def _coloured_phrases(texts: list[str], categories: set[str]) -> list[str]:
+    """'<colour> <category>' phrases in the texts (lower case)."""
+    if not categories:
+        return []
+    nouns = sorted({w for c in categories for w in (c, plural(c))}, key=len, reverse=True)
+    pattern = re.compile(rf"\b({'|'.join(COLOUR_NAMES)})\s+({'|'.join(map(re.escape, nouns))})\b", re.I)
+    return [f"{m.group(1)} {m.group(2)}".lower() for t in texts for m in pattern.finditer(t)]
+
+
+@check("item_wording_agrees")
+def item_wording_agrees(item: OEItem, ctx: CheckContext) -> Outcome:
+    """Number agreement between cues and the category nouns of the scene, and a/an."""
+    from forge_skills.wording import agreement_problems
+
+    ev = ctx.load(item.evidence)
+    singulars = {c.replace("-", " ") for c in {o.category for o in ev.objects}} | {"object"}
+    plurals = {plural(c) for c in singulars}
+    problems = agreement_problems(item.question, singulars, plurals)
+    return Outcome(not problems, "; ".join(problems[:3]))
 
 
 @check("media_processed_rgb")

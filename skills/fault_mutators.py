@@ -137,3 +137,28 @@ def misassigned_slot(b: Binding, ctx: FaultContext) -> Binding | None:
         return None
     slots[key] = [stranger, *current[1:]] if isinstance(current, list) else stranger
     return b.model_copy(update={"slots": slots})
+
+
+@mutator("textured_tints")
+def textured_tints(scene, ctx: FaultContext):
+    """Scene objects keep their mesh texture under the tint (how scenes were rendered before
+    names were read from pixels): a "white" duck renders yellow, a "blue" jenga block near-black."""
+    objects = [o.model_copy(update={"texture": True}) for o in scene.objects]
+    return scene.model_copy(update={"objects": objects})
+
+
+@mutator("tint_names")
+def tint_names(item: OEItem, ctx: FaultContext) -> OEItem | None:
+    """The question and options name objects by the tint the scene asked for, not by what their
+    pixels show (the old naming)."""
+    ev = ctx.load(item.evidence)
+    swaps = {o.name: o.source_name for o in ev.objects if o.source_name and o.source_name != o.name and o.referable}
+    if not swaps:
+        return None
+    def swap(text: str) -> str:
+        for new, old in swaps.items():
+            text = text.replace(new, old)
+        return text
+    changed = item.model_copy(update={"question": swap(item.question), "options": [swap(o) for o in item.options],
+                                      "option_values": [swap(o) for o in item.values()], "answer": swap(item.answer)})
+    return changed if changed.question != item.question or changed.options != item.options else None

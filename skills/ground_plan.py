@@ -41,7 +41,7 @@ def plan_ground_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneSpe
     n = int(rng.integers(src["objects"]["min"], src["objects"]["max"] + 1))
     picks = pick_objects(rng, cat, categories, n, "ground")
     spots = placements(rng, len(picks), AREA, AREA, OBJECT_SEPARATION, corridor)
-    objects = [make_object(cat, color, category, "ground", x, y, float(rng.uniform(0, 6.283)), z=1.0)
+    objects = [make_object(cat, color, category, "ground", x, y, float(rng.uniform(0, 6.283)))
                for (x, y), (color, category) in zip(spots, picks)]
     dt = mount["step"] / (3.0 if src["embodiment"] == "uav" else 2.0)
     if src["embodiment"] == "uav":

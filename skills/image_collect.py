@@ -33,8 +33,10 @@ def plan_image_units(ctx: SkillContext, blueprint: Blueprint) -> list[ImageUnit]
     if ctx.params.scene_index >= len(units):
         return []
     u = units[ctx.params.scene_index]
+    adapter = adapter_for(src["adapter"])
     return [ImageUnit(source_kind=src["kind"], adapter=src["adapter"], root=str(root), unit_index=ctx.params.scene_index,
                       kind=u["kind"], files=u["files"], sha256=[file_sha256(str(root / f)) for f in u["files"]],
+                      labels_complete=adapter.labels_complete or bool(src.get("trust_label_completeness")),
                       crop=u.get("crop"), labels=u.get("labels"), order=u.get("order", []), sides=u.get("sides", []))]
 
 
@@ -80,8 +82,8 @@ def read_image_unit(ctx: SkillContext, unit: ImageUnit) -> list[ImageRecord]:
                                      truncated=polygon_area(clipped) < KEEP_FRACTION * area))
     return [ImageRecord(source_kind=unit.source_kind, adapter=unit.adapter, unit_index=unit.unit_index, views=views,
                         labels=labels, metres_per_pixel=gsd, root=unit.root, labels_file=unit.labels, crop=unit.crop,
-                        redistribute=adapter.redistribute,
-                        licence_note=adapter.licence_note)]
+                        redistribute=adapter.redistribute, licence_note=adapter.licence_note,
+                        labels_complete=unit.labels_complete)]
 
 
 @skill("structure.image_evidence", stage="S3")
@@ -110,4 +112,4 @@ def image_evidence(ctx: SkillContext, record: ImageRecord) -> list[EvidenceRecor
                           recipe=v.recipe)
              for v in record.views]
     return [EvidenceRecord(source=ctx.input_ids["record"], scene_index=record.unit_index, views=views, objects=objects,
-                           facts=facts, metres_per_pixel=gsd)]
+                           facts=facts, metres_per_pixel=gsd, labels_complete=record.labels_complete)]

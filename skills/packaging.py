@@ -12,6 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from forge import PACKAGE_FORMAT_VERSION
 from forge.artifact_types import Blueprint, OEItem, Package
 from forge.keys import digest
@@ -22,11 +24,19 @@ def module_name(package_name: str) -> str:
     return package_name.replace("-", "_")
 
 
-@skill("package.oe_package", stage="S5")
+class PackageParams(BaseModel):
+    human_review: list[dict[str, Any]] = Field(default_factory=list, description="people's verdicts on items "
+                                                                                "(forge review --import)")
+
+
+@skill("package.oe_package", stage="S5", params=PackageParams)
 def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> list[Package]:
     """Select the blueprint's composition from accepted items and lay out the package files."""
+    from forge.review import review_summary
+
     ids = ctx.input_ids["items"]
     selected = select_composition(blueprint, list(zip(ids, items)))
+    review = review_summary(ctx.params.human_review, {i for i, _ in selected})
     mod = module_name(blueprint.name)
     files: dict[str, str] = {}
     item_rows, answer_rows = [], []
@@ -56,6 +66,8 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
     composition = _composition(blueprint, [it for _, it in selected])
     if referenced:
         composition["media_referenced"] = referenced
+    if review:
+        composition["human_review"] = review
     files["items.jsonl"] = ctx.put_blob(_jsonl(item_rows))
     files["answers.jsonl"] = ctx.put_blob(_jsonl(answer_rows))
     files["composition.json"] = ctx.put_blob(_json(composition))
@@ -76,6 +88,7 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
         "store_snapshot": digest(sorted(i for i, _ in selected)),
         "counts": counts,
         "licence": _licence(blueprint, referenced),
+        **({"human_review": review} if review else {}),
         "files": {p: files[p] for p in sorted(files)},
     }
     manifest_blob = ctx.put_blob(_json(manifest))
@@ -157,6 +170,7 @@ def _composition(blueprint: Blueprint, items: list[OEItem]) -> dict[str, Any]:
                              "within_tolerance": _within(caps.get(c, 0), t, blueprint.composition_tolerance),
                              **({"chosen_by": blueprint.capability_sources[c]} if c in blueprint.capability_sources else {})}
                          for c, t in sorted(blueprint.capability_targets.items())},
+        **({"unavailable": dict(sorted(blueprint.unavailable.items()))} if blueprint.unavailable else {}),
         "question_types": dict(sorted(qts.items())),
         "templates": dict(sorted(tpls.items())),
         "answer_positions": {t: {str(k): v for (tt, k), v in sorted(answers.items(), key=lambda x: (x[0][0], str(x[0][1])))
@@ -172,6 +186,16 @@ def _readme(blueprint: Blueprint, composition: dict[str, Any], mod: str) -> str:
              "| capability | target | achieved | within tolerance |", "|---|---|---|---|"]
     for cap, row in composition["capabilities"].items():
         lines.append(f"| {cap} | {row['target']} | {row['achieved']} | {'yes' if row['within_tolerance'] else 'no'} |")
+    for cap, why in composition.get("unavailable", {}).items():
+        lines += ["", f"Asked for but not included: {cap}. {why[0].upper() + why[1:]}; its share went to the "
+                      "other capabilities."]
+    review = composition.get("human_review")
+    if review:
+        lo, hi = review["ci95"]
+        lines += ["", f"Human review: {review['correct']} of {review['reviewed']} sampled items judged correct "
+                      f"({review['accuracy']:.0%}, 95% interval {lo:.0%}-{hi:.0%}; {review['ambiguous']} ambiguous, "
+                      f"{review['wrong']} wrong, by {', '.join(review['reviewers'])}). Items judged wrong or ambiguous "
+                      "were repaired or removed before this release."]
     if composition.get("media_referenced"):
         lines += ["", f"{composition['media_referenced']} media are not included because the source images may not be "
                       "redistributed. Rebuild them from your own copy of the dataset (needs numpy and Pillow):", "",

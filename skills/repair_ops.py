@@ -12,8 +12,9 @@ from pydantic import BaseModel
 
 from forge.artifact_types import Binding, OEItem
 from forge.skills import SkillContext, skill
+from forge_skills.admission import admission_problem
 from forge_skills.answer_rules import FactTable, derive, rule_for
-from forge_skills.synthesis import realize_item
+from forge_skills.synthesis import presentation, realize_item
 
 
 class RepairParams(BaseModel):
@@ -70,14 +71,17 @@ def rebind(ctx: SkillContext, binding: Binding) -> list[Binding]:
     tpl = ctx.load(binding.template_artifact)
     ev = ctx.load(binding.evidence)
     t = tpl.model_dump()
-    cands = [c for c in rule_for(t).candidates(FactTable(ev), binding.view, t) if c.slots != binding.slots]
+    ft = FactTable(ev)
+    cands = [c for c in rule_for(t).candidates(ft, binding.view, t)
+             if c.slots != binding.slots and admission_problem(ft, t, binding.view, c.slots) is None]
     if not cands:
         raise NoAdmissibleRepair("no other admissible slot assignment on this evidence")
     same = [c for c in cands if c.answer == binding.answer] or cands
     pick = same[int(ctx.rng.integers(len(same)))]
     return [binding.model_copy(update={"slots": pick.slots, "answer": pick.answer,
                                        "derivation": {"rule": t["answer_rule"], "values": pick.values},
-                                       "admission_scores": {"margin": round(float(pick.margin), 6)}})]
+                                       "admission_scores": {"margin": round(float(pick.margin), 6)},
+                                       "presentation": presentation(tpl, ev, ft, binding.view, pick, binding.evidence)})]
 
 
 @skill("repair.resynthesize_item", stage="S4", params=RepairParams)

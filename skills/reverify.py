@@ -86,6 +86,22 @@ def _scene_rules(name: str, template: dict[str, Any], slots: dict[str, Any], sou
         delta = (_heading(views[frames[-1]]) - _heading(views[frames[0]]) + 180.0) % 360.0 - 180.0
         if abs(delta) < adm.get("min_turn_degrees", 15.0):
             return None
+        if "min_landmark_shift" in adm:
+            sign, need = (1.0 if delta > 0 else -1.0), adm["min_landmark_shift"]
+            steps = list(zip(frames, frames[1:])) if template["media"].get("layout") == "frames" \
+                else [(frames[0], frames[-1])]
+            shown = 0
+            for f0, f1 in steps:
+                shifts = []
+                for o in source["objects"]:
+                    a, b = _measure(arrays, o["body"], f0), _measure(arrays, o["body"], f1)
+                    if min(a["px"], b["px"]) >= max(1, adm.get("min_landmark_pixels", 0)):
+                        shifts.append(sign * (b["cx"] - a["cx"]) / views[f0]["width"])
+                if any(d <= -need for d in shifts):
+                    return None
+                shown += any(d >= need for d in shifts)
+            if shown * 2 < len(steps):
+                return None
         return rule["labels"]["positive" if delta > 0 else "negative"]
     if name == "approach":
         obj = next(o for o in source["objects"] if o["name"] == slots["object"])
@@ -147,9 +163,11 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
         if name == "state":
             if obj["category"] not in rule["categories"]:
                 return None
-            x, y, _z, _w = obj["orientation"]
-            up_z = 1.0 - 2.0 * (x * x + y * y)  # z component of the body's rotated z axis
-            tilt = float(np.degrees(np.arccos(np.clip(up_z, -1.0, 1.0))))
+            x, y, z, w = obj["orientation"]
+            # The world-z row of the body's rotation, applied to its own up axis.
+            row = np.array([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])
+            up_z = abs(float(row @ np.array(obj.get("up_axis", [0.0, 0.0, 1.0]))))
+            tilt = float(np.degrees(np.arccos(min(1.0, up_z))))
             lo, hi = adm.get("upright_below_deg", 20), adm.get("lying_above_deg", 65)
             return None if lo <= tilt <= hi else rule["labels"]["upright" if tilt < lo else "lying"]
         kind = source.get("bodies", {}).get(obj.get("support"))
@@ -243,7 +261,15 @@ def reverify_package(store: Store, package: Path) -> dict[str, Any]:
             continue
         if source_id + ":arrays" not in cache:
             cache[source_id + ":arrays"] = store.get_arrays(source["arrays"])
+            cache[source_id + ":names"] = names_from_pixels(source, cache[source_id + ":arrays"], store)
         arrays = cache[source_id + ":arrays"]
+        naming = cache[source_id + ":names"]
+        # Objects by the names their own pixels give them, not by the tint the scene asked for.
+        source = {**source, "objects": [{**o, "name": naming[o["name"]][0].name} for o in source["objects"]]}
+        reason = _naming_problem(binding, template, naming)
+        if reason:
+            invalid[row["id"]] = reason
+            continue
         truth = expected_answer(template, binding["slots"], binding["view"], source, arrays)
         key = keys[row["id"]]
         shown = _key_answer(key, template)
@@ -260,6 +286,45 @@ def reverify_package(store: Store, package: Path) -> dict[str, Any]:
             invalid[row["id"]] = reason
     return {"items": len(rows), "valid": len(rows) - len(invalid), "invalid": len(invalid),
             "valid_rate": (len(rows) - len(invalid)) / len(rows) if rows else 0.0, "reasons": invalid}
+
+
+def names_from_pixels(source: dict[str, Any], arrays: dict[str, np.ndarray], store: Store) -> dict[str, Any]:
+    """Source object name -> (its naming, its colour reading per view index), read again from
+    the stored RGB under the raw segmentation."""
+    from forge_skills.appearance import name_referents, read_colour
+
+    per_view: dict[str, dict[int, Any]] = {o["name"]: {} for o in source["objects"]}
+    for v in source["views"]:
+        rgb, seg = store.get_image(v["rgb"]), arrays[f"seg_{v['index']}"]
+        for o in source["objects"]:
+            mask = seg == o["body"]
+            if mask.any():
+                per_view[o["name"]][v["index"]] = read_colour(rgb[mask])
+    naming = name_referents([(o["name"], o["category"]) for o in source["objects"]],
+                            {k: list(r.values()) for k, r in per_view.items()})
+    return {k: (naming[k], per_view[k]) for k in naming}
+
+
+def _naming_problem(binding: dict[str, Any], template: dict[str, Any], naming: dict[str, Any]) -> str | None:
+    """An object the item names that its pixels do not support: unknown, not nameable, or of
+    another colour in a shown view where it can be made out."""
+    from forge_skills.admission import named_slots, slot_names
+    from forge_skills.appearance import MIN_NAMED_PIXELS
+
+    by_name = {n.name: (n, views) for n, views in naming.values()}
+    shown = {m["view"] for m in binding["presentation"]["media"]}
+    for slot in named_slots(template):
+        for name in slot_names(binding["slots"].get(slot)):
+            if name not in by_name:
+                return f"{name!r}: no object's pixels give this name"
+            n, views = by_name[name]
+            if not n.referable:
+                return f"{name!r} may not be named: {n.reason}"
+            for v in sorted(shown):
+                r = views.get(v)
+                if r is not None and r.pixels >= MIN_NAMED_PIXELS and r.name != n.colour:
+                    return f"the {name} reads {r.name or 'no clear colour'} in view {v}"
+    return None
 
 
 def _image_item_problem(row: dict[str, Any], key: dict[str, Any], template: dict[str, Any], binding: dict[str, Any],

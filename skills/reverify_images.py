@@ -93,6 +93,14 @@ def expected_image_answer(template: dict[str, Any], slots: dict[str, Any], recor
     for lab in labels:
         lab["ok"] = not lab["difficult"] and lab["inside"] >= 0.7
     by_name = {lab["name"]: lab for lab in labels}  # "<category> #<object line in the file>"
+    if name in ("count_category", "presence") and not record.get("labels_complete", True):
+        return None  # labels that are not exhaustive show no count and no absence
+    if name == "category_grounding":
+        marked = [by_name.get(n) for n in slots["marked"]]
+        if any(m is None or not m["ok"] or m["area"] < min_px for m in marked):
+            return None
+        hits = [k for k, m in enumerate(marked) if _plural(m["category"]) == slots["category"]]
+        return template["options"]["labels"][hits[0]] if len(hits) == 1 else None
     if name == "count_category":
         pool = [lab for lab in labels if _plural(lab["category"]) == slots["category"]]
         if not pool or any(not lab["ok"] for lab in pool) or any(0 < lab["area"] < min_px for lab in pool):

@@ -11,7 +11,8 @@ import math
 
 from forge.artifact_types import Blueprint, BodySpec, SceneSpec
 from forge.skills import SkillContext, skill
-from forge_skills.scene_layout import SceneParams, catalogue_file, make_object, pick_objects, placements, start_plan
+from forge_skills.scene_layout import (SceneParams, catalogue_file, has_states, make_object, pick_objects, placements,
+                                      start_plan)
 from forge_skills.trajectory import Pose2D, drive, forward_camera
 
 AREA_X = (-1.2, 2.8)
@@ -58,7 +59,7 @@ def plan_room_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneSpec]
     for x, y, top, kind in holders:
         for j in range(1 if kind == "table" else int(rng.integers(1, 3))):
             dx = 0.0 if kind == "table" else (-0.13 if j == 0 else 0.13)
-            slots.append((x + dx, y, top + 0.25))
+            slots.append((x + dx, y, top))
     rng.shuffle(slots)
     on_holders = slots[: max(0, min(len(slots), len(picks) - 2))]
     floor = placements(rng, len(picks) - len(on_holders), AREA_X, AREA_Y, OBJECT_SEPARATION,
@@ -66,9 +67,9 @@ def plan_room_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneSpec]
     positions = [(x, y, z) for x, y, z in on_holders] + [(x, y, None) for x, y in floor]
     objects = []
     for (x, y, z), (color, category) in zip(positions, picks):
-        lying = cat["categories"][category].get("upright") and rng.random() < src["lying_fraction"]
+        lying = has_states(cat, category) and rng.random() < src["lying_fraction"]
         objects.append(make_object(cat, color, category, "room", x, y, float(rng.uniform(0, 6.283)), z=z,
-                                   roll=math.pi / 2 if lying else 0.0))
+                                   state="lying" if lying else "upright"))
     w, h = src["image"]["width"], src["image"]["height"]
     dt = mount["step"] / SPEED_M_PER_S
     cameras = [forward_camera(k, pose, mount, w, h, k * dt, far=10.0) for k, pose in enumerate(path)]

@@ -60,6 +60,49 @@ def _marked_distance_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -
     return out[:200]
 
 
+def _category_grounding_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    """Which marked object is of the named kind: exactly one of them is, and every marked
+    object's label is clear (so the others are known not to be)."""
+    marked, kind = list(slots["marked"]), slots["category"]
+    labels = tpl["options"].get("labels", ["A", "B", "C"])
+    if len(marked) != len(labels):
+        return None, {"reason": "one marked object per label"}
+    for n in marked:
+        if not ft.label_ok(n) or ft.fact(n, view).visible_pixels < _adm(tpl, "min_visible_pixels", 1):
+            return None, {"reason": f"{n} is not clearly labelled"}
+    hits = [n for n in marked if plural(ft.category(n)) == kind]
+    if len(hits) != 1:
+        return None, {"reason": f"{len(hits)} marked objects are {kind}"}
+    centers = [ft.fact(n, view).center_2d for n in marked]
+    gap = min(float(np.hypot(a[0] - b[0], a[1] - b[1])) for a, b in itertools.combinations(centers, 2))
+    if gap < _adm(tpl, "min_separation_px", 0):
+        return None, {"reason": f"markers {gap:.0f} px apart, below admission"}
+    return labels[marked.index(hits[0])], {"labels": dict(zip(labels, marked)), "separation_px": gap}
+
+
+def _category_grounding_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    """Marked sets of one object per kind, for every set of kinds the view holds; each kind is
+    asked about in turn, its object at every label position."""
+    k = len(tpl["options"].get("labels", ["A", "B"]))
+    by_kind: dict[str, list[str]] = {}
+    for o in ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1))):
+        if ft.label_ok(o):
+            by_kind.setdefault(plural(ft.category(o)), []).append(o)
+    per_kind = int(_adm(tpl, "objects_per_kind", 4))
+    out = []
+    for kinds in itertools.combinations(sorted(by_kind), k):
+        pools = [sorted(by_kind[kind], key=lambda n: -ft.fact(n, view).visible_pixels)[:per_kind] for kind in kinds]
+        for combo in itertools.product(*pools):
+            for target, position in itertools.product(combo, range(k)):
+                marked = [n for n in combo if n != target]
+                marked.insert(position, target)
+                slots = {"category": plural(ft.category(target)), "marked": marked}
+                answer, d = _category_grounding_derive(ft, view, slots, tpl)
+                if answer is not None:
+                    out.append(Candidate(slots, answer, d["separation_px"], d["labels"]))
+    return out[:400]
+
+
 def _pair_label(ft: FactTable, slots: dict[str, Any], index: int) -> str:
     return f"View {list(slots['pair']).index(index) + 1}"
 
@@ -99,8 +142,10 @@ def _stereo_side_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> li
 
 
 for _rule in (
-    Rule("presence", _presence_candidates, _presence_derive, ("category",), ("yes_no",)),
+    Rule("presence", _presence_candidates, _presence_derive, ("category",), ("yes_no",), complete_labels=True),
     Rule("marked_distance", _marked_distance_candidates, _marked_distance_derive, ("marked",), ("numeric",)),
+    Rule("category_grounding", _category_grounding_candidates, _category_grounding_derive, ("category", "marked"),
+         ("grounding_choice",)),
     Rule("capture_order", _capture_order_candidates, _capture_order_derive, ("pair",), ("temporal_choice",)),
     Rule("stereo_side", _stereo_side_candidates, _stereo_side_derive, ("pair",), ("multi_view_choice",)),
 ):

@@ -23,6 +23,13 @@ def plural(category: str) -> str:
     return word + ("es" if word.endswith(("s", "ch", "sh", "x")) else "s")
 
 
+def singular(word: str) -> str:
+    """The singular of a :func:`plural` ("ships" -> "ship", "boxes" -> "box")."""
+    if word.endswith("es") and word[:-2].endswith(("s", "ch", "sh", "x")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
 def _first_rank(ft: FactTable, obj: str, tpl: dict[str, Any]) -> int | None:
     """Time rank of the first frame that clearly shows ``obj``; None when unclear or never."""
     min_vis = _adm(tpl, "min_visible_pixels", 1)
@@ -87,12 +94,15 @@ def _first_frame_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> li
     out = []
     for k, obj in enumerate(ft.objects):
         rank = _first_rank(ft, obj, tpl)
-        if rank is None:
-            continue
+        if not rank:
+            continue  # never clearly seen, or in view from the very start (nothing comes into view)
         starts = [s for s in range(max(0, rank - size + 1), rank + 1) if s + size - 1 < len(ft.frames())]
         if not starts:
             continue
-        start = starts[(ft.evidence.scene_index + k) % len(starts)]
+        # Answer positions take turns across scenes and objects: the wanted position, or the
+        # nearest one this object's first frame allows.
+        wanted = (ft.evidence.scene_index * 7 + k) % size
+        start = min(starts, key=lambda s: (abs((rank - s) - wanted), s))
         slots = {"object": obj, "window": [start, start + size - 1]}
         answer, d = _first_frame_derive(ft, None, slots, tpl)
         if answer is not None:
@@ -171,8 +181,36 @@ def _turn_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str,
     delta = (h1 - h0 + 180.0) % 360.0 - 180.0
     if abs(delta) < _adm(tpl, "min_turn_degrees", 15.0):
         return None, {"reason": f"a turn of {delta:.0f} degrees is too small to tell"}
+    shifts = {}
+    if "min_landmark_shift" in tpl["admission"]:
+        # The turn must show in the images: from each shown frame to the next, objects seen in both
+        # slide the way the turn moves the scene (a left turn moves it right). At least half of
+        # the steps show such an object, and no step shows one sliding clearly the other way.
+        need, sign = _adm(tpl, "min_landmark_shift", 0.0), (1.0 if delta > 0 else -1.0)
+        steps = list(zip(frames, frames[1:])) if tpl["media"].get("layout") == "frames" else [(frames[0], frames[-1])]
+        shown = 0
+        for a, b in steps:
+            step = landmark_shifts(ft, a, b, _adm(tpl, "min_landmark_pixels", 0))
+            if any(sign * d <= -need for d in step.values()):
+                return None, {"reason": f"an object moves against the turn between frames {a} and {b}"}
+            shown += any(sign * d >= need for d in step.values())
+            shifts[f"{a}-{b}"] = step
+        if shown * 2 < len(steps):
+            return None, {"reason": f"only {shown} of {len(steps)} steps show an object moving with the turn"}
     labels = tpl["answer_rule"]["labels"]
-    return (labels["positive"] if delta > 0 else labels["negative"]), {"turn_degrees": delta}
+    return (labels["positive"] if delta > 0 else labels["negative"]), {"turn_degrees": delta, "shifts": shifts}
+
+
+def landmark_shifts(ft: FactTable, first: int, last: int, min_pixels: float) -> dict[str, float]:
+    """Horizontal image shift (share of the width, positive to the right) from the first frame
+    to the last of every object clearly seen in both."""
+    width = ft.view(first).width
+    out = {}
+    for obj in ft.objects:
+        a, b = ft.fact(obj, first), ft.fact(obj, last)
+        if a.visible_pixels >= max(1, min_pixels) and b.visible_pixels >= max(1, min_pixels):
+            out[obj] = round((b.center_2d[0] - a.center_2d[0]) / width, 4)
+    return out
 
 
 def _turn_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
@@ -281,20 +319,27 @@ def _marked_seen_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> li
     return out
 
 
+def _first_frames(tpl: dict[str, Any]) -> str:
+    return "first_frame"  # first-seen, appearance order, frame matching and seen-along all read it
+
+
 for _rule in (
-    Rule("first_seen", _first_seen_candidates, _first_seen_derive, ("objects",), ("single_choice",)),
-    Rule("first_frame", _first_frame_candidates, _first_frame_derive, ("object", "window"), ("temporal_choice",)),
-    Rule("appearance_order", _appearance_order_candidates, _appearance_order_derive, ("objects",), ("ordered_list",)),
+    Rule("first_seen", _first_seen_candidates, _first_seen_derive, ("objects",), ("single_choice",), _first_frames),
+    Rule("first_frame", _first_frame_candidates, _first_frame_derive, ("object", "window"), ("temporal_choice",),
+         _first_frames),
+    Rule("appearance_order", _appearance_order_candidates, _appearance_order_derive, ("objects",), ("ordered_list",),
+         _first_frames, whole_order=True),
     Rule("seen_along", per_object(_seen_along_derive, values=lambda d: d["visible_pixels"]),
-         _seen_along_derive, ("object",), ("yes_no",)),
-    Rule("frame_match", _frame_match_candidates, _frame_match_derive, ("objects",), ("matching",)),
+         _seen_along_derive, ("object",), ("yes_no",), _first_frames),
+    Rule("frame_match", _frame_match_candidates, _frame_match_derive, ("objects",), ("matching",), _first_frames,
+         whole_order=True),
     Rule("turn", _turn_candidates, _turn_derive, (), ("single_choice",)),
     Rule("approach", per_object(_approach_derive, lambda d: abs(d["distance_last_m"] - d["distance_first_m"])),
          _approach_derive, ("object",), ("yes_no",)),
     Rule("support", per_object(_support_derive), _support_derive, ("object",), ("single_choice", "yes_no")),
     Rule("state", per_object(_state_derive), _state_derive, ("object",), ("single_choice", "yes_no")),
     Rule("count_category", _count_category_candidates, _count_category_derive, ("category",),
-         ("numeric", "interval_choice")),
+         ("numeric", "interval_choice"), complete_labels=True),
     Rule("marked_seen", _marked_seen_candidates, _marked_seen_derive, ("object", "frame"), ("yes_no",)),
 ):
     register(_rule)

@@ -1,29 +1,42 @@
 """S3: register per-object, per-view facts of a rendered scene from the simulator's ground truth.
 
 Visible pixels and 2D boxes come from the segmentation, depth from the metric depth map
-(median over the object's visible pixels), 3D boxes, poses, supports and tilts from the
-simulator state, camera poses and frame times from the collection record.
+(median over the object's visible pixels), colour names from the rendered RGB under the mask,
+border truncation from the projected 3D box, 3D boxes, poses, supports and tilts from the
+simulator state, camera poses and frame times from the collection record. Objects are named
+by how they rendered (see ``appearance``), never by the tint the scene asked for.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
 from forge.artifact_types import EvidenceObject, EvidenceRecord, EvidenceView, ObjectViewFact, SourceRecord
 from forge.skills import SkillContext, skill
+from forge_skills.appearance import ColourReading, name_referents, read_colour
 
 
 @skill("structure.rendered_evidence", stage="S3")
 def rendered_evidence(ctx: SkillContext, source: SourceRecord) -> list[EvidenceRecord]:
-    """Visible pixels, 2D box, centroid and median depth of every object in every view."""
-    arrays = ctx.get_arrays(source.arrays)
+    """Visible pixels, 2D box, centroid, median depth, colour and truncation of every object in
+    every view."""
+    return [measure_evidence(source, ctx.input_ids["source"], ctx.get_arrays(source.arrays), ctx.get_image)]
+
+
+def measure_evidence(source: SourceRecord, source_id: str, arrays: dict[str, np.ndarray],
+                     get_image: Callable[[str], np.ndarray]) -> EvidenceRecord:
+    """The evidence record of a rendered source: its raw arrays and RGB measured per object and view."""
     facts: list[ObjectViewFact] = []
+    readings: dict[str, list[ColourReading]] = {o.name: [] for o in source.objects}
     for view in source.views:
         seg = arrays[f"seg_{view.index}"]
         depth = arrays[f"depth_{view.index}"]
         if seg.shape != (view.height, view.width) or depth.shape != seg.shape:
             raise ValueError(f"view {view.index}: array shapes {seg.shape}/{depth.shape} do not match "
                              f"{view.height}x{view.width}")
+        rgb = get_image(view.rgb)
         proj = _projection(view.intrinsics, view.near, view.far)
         vm = np.array(view.view_matrix, dtype=float).reshape(4, 4, order="F")
         for obj in source.objects:
@@ -33,25 +46,54 @@ def rendered_evidence(ctx: SkillContext, source: SourceRecord) -> list[EvidenceR
             u, v, z = _project(center3, vm, proj, view.width, view.height)
             in_frustum = bool(z > view.near and 0 <= u < view.width and 0 <= v < view.height)
             fact = ObjectViewFact(object=obj.name, view=view.index, visible_pixels=count, in_frustum=in_frustum,
-                                  projected_center=[round(u, 2), round(v, 2)] if np.isfinite(u) else None)
+                                  projected_center=[round(u, 2), round(v, 2)] if np.isfinite(u) else None,
+                                  truncation=truncation(obj.aabb_min, obj.aabb_max, vm, proj, view.width,
+                                                        view.height, view.near))
             if count:
                 ys, xs = np.nonzero(mask)
                 fact.bbox_2d = [int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())]
                 fact.center_2d = [round(float(xs.mean()), 2), round(float(ys.mean()), 2)]
                 fact.median_depth = round(float(np.median(depth[mask])), 5)
+                reading = read_colour(rgb[mask])
+                readings[obj.name].append(reading)
+                fact.colour = reading.name
+                fact.colour_lab = [round(c, 2) for c in reading.lab]
             facts.append(fact)
-    return [EvidenceRecord(
-        source=ctx.input_ids["source"], scene_index=source.scene_index,
+    naming = name_referents([(o.name, o.category) for o in source.objects], readings)
+    for f in facts:
+        f.object = naming[f.object].name
+    return EvidenceRecord(
+        source=source_id, scene_index=source.scene_index,
         views=[EvidenceView(index=v.index, rgb=v.rgb, width=v.width, height=v.height, camera_position=v.camera_position,
                             role=v.role, time=v.time, forward=v.forward, body_pixels=v.body_pixels)
                for v in source.views],
-        objects=[EvidenceObject(name=o.name, category=o.category, color=o.color, position=o.position,
-                                box_3d_min=o.aabb_min, box_3d_max=o.aabb_max, tilt_deg=o.tilt_deg,
+        objects=[EvidenceObject(name=naming[o.name].name, category=o.category, color=naming[o.name].colour,
+                                source_name=o.name, referable=naming[o.name].referable, naming=naming[o.name].reason,
+                                position=o.position, box_3d_min=o.aabb_min, box_3d_max=o.aabb_max, tilt_deg=o.tilt_deg,
                                 support=_support_kind(o.support, source.bodies),
                                 attributes={"support_body": o.support} if o.support in source.bodies else {})
                  for o in source.objects],
         facts=facts,
-    )]
+    )
+
+
+def truncation(lo: list[float], hi: list[float], view: np.ndarray, proj: np.ndarray, width: int, height: int,
+               near: float) -> float:
+    """Share of the object's projected 3D box that falls outside the image (1 when any corner is
+    behind the camera: the object reaches past the image plane)."""
+    corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+    pts = []
+    for c in corners:
+        u, v, d = _project(c, view, proj, width, height)
+        if not np.isfinite(u) or d <= near:
+            return 1.0
+        pts.append((u, v))
+    us, vs = [p[0] for p in pts], [p[1] for p in pts]
+    area = (max(us) - min(us)) * (max(vs) - min(vs))
+    if area <= 0:
+        return 0.0
+    inside = max(0.0, min(max(us), width) - max(min(us), 0.0)) * max(0.0, min(max(vs), height) - max(min(vs), 0.0))
+    return round(1.0 - inside / area, 4)
 
 
 def _support_kind(support: str | None, bodies: dict[str, str]) -> str | None:

@@ -62,19 +62,33 @@ def check_categories(requested: list[str] | None, catalogue: dict[str, Any], lay
 def pick_objects(rng, catalogue: dict[str, Any], categories: list[str], n: int, layout: str) -> list[tuple[str, str]]:
     """(colour, category) pairs: a few categories per scene, several colours each, so counting
     and same-kind comparisons have material."""
-    colors = sorted(catalogue["colors"])
     kinds = [categories[int(i)] for i in rng.permutation(len(categories))[: max(2, min(len(categories), (n + 1) // 2))]]
-    combos = [(c, k) for k in kinds for c in colors]
+    combos = [(c, k) for k in kinds for c in tints(catalogue, k)]
     picks = rng.choice(len(combos), size=min(n, len(combos)), replace=False)
     return [combos[int(p)] for p in picks]
 
 
+def tints(catalogue: dict[str, Any], category: str) -> list[str]:
+    """The colours a category may be tinted with: those that render as their own name."""
+    allowed = catalogue["categories"][category].get("colors")
+    return sorted(allowed if allowed is not None else catalogue["colors"])
+
+
+AXES = {"x": [1.0, 0.0, 0.0], "y": [0.0, 1.0, 0.0], "z": [0.0, 0.0, 1.0]}
+
+
+def has_states(catalogue: dict[str, Any], category: str) -> bool:
+    return bool(catalogue["categories"][category].get("states"))
+
+
 def make_object(catalogue: dict[str, Any], color: str, category: str, layout: str, x: float, y: float, yaw: float,
-                z: float | None = None, roll: float = 0.0) -> ObjectSpec:
+                z: float | None = None, state: str = "upright") -> ObjectSpec:
     entry = catalogue["categories"][category]
+    rpy = (entry.get("states") or {}).get(state, [0.0, 0.0, 0.0])
     return ObjectSpec(name=f"{color} {category}", category=category, color=color, rgba=catalogue["colors"][color],
                       urdf=entry["urdf"], scale=entry["scale"][layout], xy=[round(x, 4), round(y, 4)],
-                      yaw=round(yaw, 4), z=None if z is None else round(z, 4), roll=round(roll, 4))
+                      yaw=round(yaw, 4), z=None if z is None else round(z, 4), base_rpy=[round(float(a), 4) for a in rpy],
+                      up_axis=AXES[entry.get("up_axis", "z")], texture=bool(entry.get("texture", False)))
 
 
 def placements(rng, n: int, area_x: tuple[float, float], area_y: tuple[float, float], separation: float,

@@ -11,7 +11,9 @@ from forge.artifact_types import Binding, Blueprint, EvidenceRecord, MediaRef, O
 from forge.gates import slot_objects
 from forge.keys import file_digest
 from forge.skills import Output, SkillContext, skill
+from forge_skills.admission import SINGULAR, admission_problem, question_kinds, shown_views
 from forge_skills.answer_rules import Candidate, FactTable, rule_for
+from forge_skills.rules_scene import singular
 from forge_skills.media import draw_markers, draw_scale_bar, panel, path_plot
 from forge_skills.template_library import read_template, resolve_label
 
@@ -69,8 +71,8 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
         if template.scope == "view" else [None]
     outputs = []
     for view in views:
-        chosen = _select(rule.candidates(ft, view, tpl), template.max_per_evidence, ctx.rng,
-                         template.question_type == "yes_no")
+        admitted = [c for c in rule.candidates(ft, view, tpl) if admission_problem(ft, tpl, view, c.slots) is None]
+        chosen = _select(admitted, template.max_per_evidence, ctx.rng)
         for k, cand in enumerate(chosen):
             key = f"v{view if view is not None else 'all'}-{k}"
             outputs.append(Output(Binding(
@@ -79,7 +81,7 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
                 derivation={"rule": tpl["answer_rule"], "values": cand.values},
                 admission_scores={"margin": round(float(cand.margin), 6)},
                 variant=int(ctx.rng.integers(len(template.realizations))),
-                presentation=_presentation(template, evidence, ft, view, cand),
+                presentation=presentation(template, evidence, ft, view, cand, ctx.input_ids["evidence"]),
                 # Consecutive scenes and views step through option orders, so answer positions
                 # are balanced across a template by construction, not only in expectation.
                 position_seed=evidence.scene_index * 97 + (view or 0) * 13 + k,
@@ -87,8 +89,9 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
     return outputs
 
 
-def _select(cands: list[Candidate], k: int, rng, balance_yes_no: bool) -> list[Candidate]:
-    # One candidate per unordered object set: (a, b) and (b, a) are the same question.
+def _select(cands: list[Candidate], k: int, rng) -> list[Candidate]:
+    """Up to ``k`` candidates, answers taking turns (the balance gate evens them out over the
+    template). One candidate per unordered object set: (a, b) and (b, a) are the same question."""
     unique: dict[tuple, Candidate] = {}
     order = rng.permutation(len(cands)) if cands else []
     for i in order:
@@ -98,10 +101,6 @@ def _select(cands: list[Candidate], k: int, rng, balance_yes_no: bool) -> list[C
     groups: dict[str, list[Candidate]] = {}
     for c in unique.values():
         groups.setdefault(c.answer, []).append(c)
-    if balance_yes_no:
-        n = min(len(groups.get("yes", [])), len(groups.get("no", [])), k // 2)
-        picked = groups.get("yes", [])[:n] + groups.get("no", [])[:n]
-        return [picked[int(i)] for i in rng.permutation(len(picked))] if picked else []
     answers = sorted(groups)
     answers = [answers[int(i)] for i in rng.permutation(len(answers))]
     picked: list[Candidate] = []
@@ -114,8 +113,8 @@ def _select(cands: list[Candidate], k: int, rng, balance_yes_no: bool) -> list[C
     return picked
 
 
-def _presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, view: int | None,
-                  cand: Candidate) -> dict[str, Any]:
+def presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, view: int | None,
+                  cand: Candidate, evidence_id: str) -> dict[str, Any]:
     layout = template.media.get("layout", "single_view")
     extra: dict[str, Any] = {}
     if layout == "frames":
@@ -156,10 +155,19 @@ def _presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, v
         recipe = ft.view(m["view"]).recipe
         if recipe is not None:
             m["recipe"] = recipe
+    tpl = template.model_dump()
     return {
         "realizations": template.realizations, "options": template.options, "media": media, "markers": markers,
         "layout": layout, "question_type": template.question_type,
-        "capability": template.capability, "scoring": template.scoring, **extra,
+        "capability": template.capability, "scoring": template.scoring,
+        "kinds": question_kinds(ft, tpl, cand.slots),
+        # Items on the same media whose answers read the same quantity of nested referents
+        # determine each other (the independence gate keeps one of them).
+        "determinant": {"quantity": rule_for(tpl).quantity_of(tpl), "evidence": evidence_id,
+                        "views": shown_views(ft, tpl, view, cand.slots),
+                        "whole_order": rule_for(tpl).whole_order or len(slot_objects(cand.slots)) <= 2,
+                        "referents": sorted(v for v in slot_objects(cand.slots) if isinstance(v, str))},
+        **extra,
     }
 
 
@@ -168,6 +176,7 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
     """Write the question, options and visible media of one item from its binding."""
     pres = binding.presentation
     names = {k: v for k, v in binding.slots.items() if isinstance(v, str)}
+    names.update({f"{k}{SINGULAR}": singular(v) for k, v in list(names.items())})
     question = pres["realizations"][binding.variant].format(**names)
     kind = pres["options"].get("kind")
     qt = pres["question_type"]
@@ -223,6 +232,8 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
         scoring=scoring, template=binding.template, binding=ctx.input_ids["binding"],
         evidence=binding.evidence, derivation=binding.derivation,
         media_sources=[m["rgb"] for m in pres["media"]], option_values=list(options),
+        kinds=list(pres.get("kinds", [])),
+        determinant=dict(pres.get("determinant", {})),
     )]
 
 

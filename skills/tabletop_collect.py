@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from forge.artifact_types import Blueprint, BodySpec, CameraSpec, SceneSpec
 from forge.skills import SkillContext, skill
-from forge_skills.scene_layout import SceneParams, catalogue_file, make_object, pick_objects, placements, start_plan
+from forge_skills.scene_layout import (SceneParams, catalogue_file, has_states, make_object, pick_objects, placements,
+                                      start_plan)
 
 TABLE_TOP_Z = 0.626
 TABLE_TARGET = (0.1, 0.0, 0.68)
@@ -14,6 +15,7 @@ AREA_X = (-0.30, 0.45)
 AREA_Y = (-0.36, 0.36)
 MIN_SEPARATION = 0.13
 TRAY_SCALE = 0.5  # a 30 cm tray on the table
+ARM_FACING_YAW = 90.0  # pybullet orbit yaw that puts the camera on the +x side, facing the arm
 
 
 
@@ -39,28 +41,35 @@ def plan_tabletop_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneS
         bodies.append(BodySpec(name=f"tray {k + 1}", category="tray", urdf=cat["furniture"]["tray"]["urdf"],
                                position=[round(x, 4), round(y, 4), TABLE_TOP_Z], yaw=round(float(rng.uniform(0, 1.57)), 4),
                                scale=TRAY_SCALE))
-        spots.append((x, y, TABLE_TOP_Z + 0.1))  # one object dropped into each tray
+        spots.append((x, y, TABLE_TOP_Z + 0.01))  # one object set into each tray
         taken.append((x, y, 0.22))
     free = placements(rng, len(picks) - len(spots), AREA_X, AREA_Y, MIN_SEPARATION, taken)
     spots += [(x, y, None) for x, y in free]
     objects = []
     for (x, y, z), (color, category) in zip(spots, picks):
-        lying = cat["categories"][category].get("upright") and rng.random() < src.get("lying_fraction", 0.0)
+        lying = has_states(cat, category) and rng.random() < src.get("lying_fraction", 0.0)
         objects.append(make_object(cat, color, category, "tabletop", x, y, float(rng.uniform(0, 6.283)), z=z,
-                                   roll=1.5708 if lying else 0.0))
+                                   state="lying" if lying else "upright"))
     cameras = _camera_rig(rng, src["views"], src["image"]["width"], src["image"]["height"])
     return [SceneSpec(source_kind=src["kind"], scene_index=index, seed=seed, robot=src["robot"], objects=objects,
                       cameras=cameras, layout="tabletop", bodies=bodies, support_height=TABLE_TOP_Z)]
 
 
 def _camera_rig(rng, views: int, width: int, height: int) -> list[CameraSpec]:
-    offset = float(rng.uniform(0, 360))
+    """An orbit of cameras around the table. The first stands across the table from the arm,
+    looking back towards it from further away, so its view shows the arm's base beside the
+    objects (reach can be judged from it); the others are spread around the orbit."""
     cams = []
     for k in range(views):
-        yaw = (offset + k * 360.0 / views + float(rng.uniform(-20, 20))) % 360
-        target = [TABLE_TARGET[0] + float(rng.uniform(-0.25, 0.25)), TABLE_TARGET[1] + float(rng.uniform(-0.25, 0.25)),
-                  TABLE_TARGET[2]]
-        cams.append(CameraSpec(index=k, target=[round(v, 4) for v in target],
-                               distance=round(float(rng.uniform(0.45, 0.8)), 4), yaw=round(yaw, 3),
-                               pitch=round(float(rng.uniform(-52, -28)), 3), fov=45.0, width=width, height=height))
+        if k == 0:
+            yaw = ARM_FACING_YAW + float(rng.uniform(-25, 25))
+            target = [float(rng.uniform(-0.2, 0.05)), float(rng.uniform(-0.15, 0.15)), TABLE_TARGET[2]]
+            distance, pitch = float(rng.uniform(0.85, 1.1)), float(rng.uniform(-42, -28))
+        else:
+            yaw = (ARM_FACING_YAW + k * 360.0 / views + float(rng.uniform(-20, 20))) % 360
+            target = [TABLE_TARGET[0] + float(rng.uniform(-0.25, 0.25)), TABLE_TARGET[1] + float(rng.uniform(-0.25, 0.25)),
+                      TABLE_TARGET[2]]
+            distance, pitch = float(rng.uniform(0.45, 0.8)), float(rng.uniform(-52, -28))
+        cams.append(CameraSpec(index=k, target=[round(v, 4) for v in target], distance=round(distance, 4),
+                               yaw=round(yaw % 360, 3), pitch=round(pitch, 3), fov=45.0, width=width, height=height))
     return cams

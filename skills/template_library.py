@@ -31,6 +31,8 @@ class TemplateFile(BaseModel):
     slots: dict[str, Any]
     answer_rule: dict[str, Any]
     admission: dict[str, Any] = Field(default_factory=dict)
+    visibility: dict[str, Any] = Field(default_factory=dict, description="where each slot must be seen: views, "
+                                                                         "pixels, truncation (see admission)")
     options: dict[str, Any] = Field(default_factory=dict)
     realizations: list[str] = Field(min_length=1)
     media: dict[str, Any]

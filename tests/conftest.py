@@ -27,6 +27,12 @@ SMALL_INTENT: dict[str, Any] = {
 }
 
 
+def named_as_shown(source: dict[str, Any], evidence: dict[str, Any]) -> dict[str, Any]:
+    """The source record with its objects under the names items show (read from their pixels)."""
+    names = {o.get("source_name") or o["name"]: o["name"] for o in evidence["objects"]}
+    return {**source, "objects": [{**o, "name": names.get(o["name"], o["name"])} for o in source["objects"]]}
+
+
 def write_intent(folder: Path, name: str = "intent.yaml", **changes: Any) -> Path:
     data = json.loads(json.dumps(SMALL_INTENT))
     data.update(changes)

@@ -56,8 +56,10 @@ def test_grey_batch_holds_back_a_broken_template(tmp_path):
     templates = copy_templates(tmp_path)
     broken = (templates / "left_of_yesno.yaml").read_text()
     broken = broken.replace("id: left_of_yesno", "id: left_of_statement")
-    broken = broken.replace('"In the image, is the {a} to the left of the {b}?"', '"the {a} left of the {b}"')
-    broken = broken.replace('"Does the {a} appear left of the {b} in this picture?"', '"{a} left {b}"')
+    head, _, tail = broken.partition("realizations:\n")
+    tail = "\n".join(line for line in tail.splitlines() if not line.startswith("  - "))
+    broken = head + 'realizations:\n  - "the {a} left of the {b}"\n  - "{a} left {b}"\n  - "{a} {b} left"\n' \
+        '  - "left: {a} {b}"\n' + tail + "\n"
     (templates / "left_of_statement.yaml").write_text(broken)
     intent = write_intent(tmp_path, templates_dirs=["my_templates"])
     summary = run_build(intent, tmp_path / "store", tmp_path / "out")

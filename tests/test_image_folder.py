@@ -36,10 +36,13 @@ def _intent(folder: Path, name: str, source: dict[str, Any], oe: dict[str, Any])
 @pytest.fixture(scope="module")
 def aerial(tmp_path_factory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("aerial")
-    intent = _intent(root, "aerial-test", {"kind": "image_folder", "adapter": "dota", "root": str(DOTA)},
+    # Counts and absences from DOTA labels only when the user vouches for them (they are not exhaustive).
+    intent = _intent(root, "aerial-test", {"kind": "image_folder", "adapter": "dota", "root": str(DOTA),
+                                           "trust_label_completeness": True},
                      {"items": 80, "capabilities": ["counting", "visibility", "size_scale", "metric_distance",
                                                     "image_plane_relation"],
-                      "question_types": ["numeric", "interval_choice", "yes_no", "marked_object_choice"]})
+                      "question_types": ["numeric", "interval_choice", "yes_no", "marked_object_choice",
+                                         "grounding_choice"]})
     summary = run_build(intent, root / "store", root / "out")
     return {"root": root, "store": root / "store", "summary": summary, "package": Path(summary["package_path"])}
 
@@ -85,12 +88,38 @@ def test_aerial_answers_from_the_label_files(aerial):
         elif item["template"] == "aerial_marked_larger_choice":
             a, c = (labels.boxes[int(n.split("#")[1]) - 1] for n in b["slots"]["marked"])
             assert key["answer"] == ("A" if polygon_area(a.polygon) > polygon_area(c.polygon) else "B")
+        elif item["template"] == "aerial_category_grounding":
+            kinds = [labels.boxes[int(n.split("#")[1]) - 1].category.replace("-", " ") + "s" for n in b["slots"]["marked"]]
+            assert kinds.count(b["slots"]["category"]) == 1
+            assert key["answer"] == "AB"[kinds.index(b["slots"]["category"])]
+            assert "a " + b["slots"]["category"][:-1] in item["question"]  # "is a ship", in the singular
         else:
             continue
         seen.add(item["template"])
-    assert {"aerial_count_numeric", "aerial_presence_yesno", "aerial_marked_larger_choice"} <= seen
+    assert {"aerial_count_numeric", "aerial_presence_yesno", "aerial_marked_larger_choice",
+            "aerial_category_grounding"} <= seen
     report = reverify_package(store, aerial["package"])
     assert report["invalid"] == 0, report["reasons"]
+
+
+def test_incomplete_labels_rule_out_counts_and_absences(tmp_path):
+    """DOTA's labels are not exhaustive: by default no count or presence item is made, the
+    composition says why, and the other capabilities take the share."""
+    intent = _intent(tmp_path, "aerial-default", {"kind": "image_folder", "adapter": "dota", "root": str(DOTA)},
+                     {"items": 40, "capabilities": ["counting", "image_plane_relation", "size_scale"],
+                      "question_types": ["numeric", "marked_object_choice"]})
+    summary = run_build(intent, tmp_path / "store", tmp_path / "out")
+    comp = json.loads((Path(summary["package_path"]) / "composition.json").read_text())
+    assert "not exhaustive" in comp["unavailable"]["counting"]
+    assert comp["capabilities"]["counting"]["target"] == 0 and comp["composition_met"]
+    assert summary["capabilities_unavailable"] == comp["unavailable"]
+    keys = [json.loads(x) for x in open(Path(summary["package_path"]) / "answers.jsonl")]
+    assert keys and not [k for k in keys if k["capability"] == "counting"]
+    assert "Asked for but not included: counting" in (Path(summary["package_path"]) / "README.md").read_text()
+    only = _intent(tmp_path, "aerial-count", {"kind": "image_folder", "adapter": "dota", "root": str(DOTA)},
+                   {"items": 5, "capabilities": ["counting"], "question_types": ["numeric"]})
+    with pytest.raises(ForgeError, match="support none of the asked capabilities: counting: DOTA labels"):
+        run_build(only, tmp_path / "store2", tmp_path / "out2")
 
 
 def test_dota_pixels_are_referenced_never_copied(aerial, tmp_path):

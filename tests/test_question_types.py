@@ -10,6 +10,7 @@ import string
 import numpy as np
 
 from forge.store import Store
+from tests.conftest import named_as_shown
 from forge_skills import oe_scorer
 from forge_skills.reverify import reverify_package
 
@@ -24,7 +25,7 @@ def _items(wide):
         item = json.loads(store.one("SELECT content FROM artifacts WHERE id = ?", [key["id"]])[0])
         b = json.loads(store.one("SELECT content FROM artifacts WHERE id = ?", [item["binding"]])[0])
         ev = json.loads(store.one("SELECT content FROM artifacts WHERE id = ?", [item["evidence"]])[0])
-        src = json.loads(store.one("SELECT content FROM artifacts WHERE id = ?", [ev["source"]])[0])
+        src = named_as_shown(json.loads(store.one("SELECT content FROM artifacts WHERE id = ?", [ev["source"]])[0]), ev)
         out.append((key, item, b, src, store.get_arrays(src["arrays"])))
     return store, out
 

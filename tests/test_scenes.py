@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from forge.store import Store
+from tests.conftest import named_as_shown
 from forge_resources.pybullet_sim import catalogue
 from forge_skills.reverify import reverify_package
 from tests.conftest import run_build
@@ -42,7 +43,7 @@ def _build(root: Path, name: str, oe: dict[str, Any], source: dict[str, Any]) ->
 @pytest.fixture(scope="module")
 def room(tmp_path_factory) -> dict[str, Any]:
     return _build(tmp_path_factory.mktemp("room"), "room-husky", ROOM_OE,
-                  {"kind": "pybullet_room", "embodiment": "husky", "scenes": 30})
+                  {"kind": "pybullet_room", "embodiment": "husky", "scenes": 60})
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def _released(built: dict[str, Any]):
         item = load(key["id"])
         b = load(item["binding"])
         ev = load(item["evidence"])
-        src = load(ev["source"])
+        src = named_as_shown(load(ev["source"]), ev)
         inputs = store.one("SELECT r.inputs FROM artifacts a JOIN skill_runs r ON a.run_key = r.run_key "
                            "WHERE a.id = ?", [ev["source"]])[0]
         spec = load(json.loads(inputs)["scene"])
@@ -116,11 +117,12 @@ def test_room_answers_against_ground_truth(room):
             assert key["answer"] == expected, (t, o["name"], truth, o["aabb_min"], o["support"])
         elif t in ("lying_yesno", "state_choice"):
             o = obj[b["slots"]["object"]]
-            x, y, _, _ = o["orientation"]
-            tilt = math.degrees(math.acos(max(-1.0, min(1.0, 1 - 2 * (x * x + y * y)))))
+            x, y, z, w = o["orientation"]
+            world_z_row = np.array([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])
+            tilt = math.degrees(math.acos(min(1.0, abs(float(world_z_row @ np.array(o["up_axis"]))))))
             lying = tilt > 65
             assert key["answer"] == {"lying_yesno": ("yes" if lying else "no"),
-                                     "state_choice": ("lying on its side" if lying else "standing upright")}[t]
+                                     "state_choice": ("lying flat" if lying else "standing on its end")}[t]
         elif t in ("first_seen_choice", "appearance_order_list", "frame_match", "first_frame_temporal"):
             frames = _frames(src)
             first = {}
@@ -150,8 +152,9 @@ def test_room_answers_against_ground_truth(room):
         else:
             continue
         seen.add(t)
-    assert {"support_choice", "in_tray_yesno", "first_seen_choice", "turn_direction_choice", "frame_match",
-            "first_frame_temporal"} <= seen, seen
+    assert {"support_choice", "in_tray_yesno", "turn_direction_choice"} <= seen, seen
+    # Temporal questions on one path determine each other often; each kind that is released is checked.
+    assert len(seen & {"first_seen_choice", "frame_match", "first_frame_temporal", "appearance_order_list"}) >= 2, seen
 
 
 def test_room_and_vehicle_releases_reverify(room, vehicle):
