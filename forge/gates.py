@@ -84,12 +84,16 @@ def expected_yield(bindings: dict[str, BindingSummary]) -> dict[str, int]:
         b = bindings[bid]
         answers = by_template.setdefault(b.template, {})
         answers[b.answer] = answers.get(b.answer, 0) + 1
+    capability = {b.template: b.capability for b in bindings.values()}
     out: dict[str, int] = {}
     for template, answers in by_template.items():
         n = sum(answers.values())
-        balanced = len(answers) * min(answers.values()) if len(answers) > 1 else n
-        cap = next(b.capability for b in bindings.values() if b.template == template)
-        out[cap] = out.get(cap, 0) + max(balanced, n // 2)
+        if len(answers) > 12:  # answers that are names or numbers: balancing holds back little
+            balanced = n
+        else:
+            cap = balance_cap(list(answers.values()), 1.0 / len(answers) + 0.025)
+            balanced = sum(min(c, cap) for c in answers.values()) if cap else n // 4
+        out[capability[template]] = out.get(capability[template], 0) + balanced
     return out
 
 
@@ -118,7 +122,10 @@ def _alternate_answers(ids: list[str], bindings: dict[str, BindingSummary]) -> l
     groups: dict[str, list[str]] = {}
     for bid in ids:
         groups.setdefault(bindings[bid].answer, []).append(bid)
-    lists = [groups[a] for a in sorted(groups)]
+    # Answers take turns in an order unrelated to their text: in alphabetical order, a template
+    # whose answers are all distinct (orders of named objects) would realize the alphabetically
+    # first ones, and names early in the alphabet would come first in its answers.
+    lists = [groups[a] for a in sorted(groups, key=lambda a: digest(a))]
     return [x[d] for d in range(max((len(x) for x in lists), default=0)) for x in lists if len(x) > d]
 
 
@@ -314,13 +321,7 @@ def _balance_group(log: GateLog, template: str, kind: tuple, items: dict[str, OE
     first = next(iter(items.values()))
     n_classes = (len(bins) + 1) if bins is not None else max(len(it.options) for it in items.values())
     limit = 1.0 / max(1, n_classes) + slack
-    counts = sorted((len(v) for v in classes.values()), reverse=True)
-    cap = 0
-    for m in range(counts[0], 0, -1):
-        capped = [min(c, m) for c in counts]
-        if len(capped) > 1 and max(capped) / sum(capped) <= limit:
-            cap = m
-            break
+    cap = balance_cap([len(v) for v in classes.values()], limit)
     if first.question_type == "numeric" and len(classes) == 1:
         cap = 0  # one typical number: guessable
     kept = []
@@ -333,6 +334,17 @@ def _balance_group(log: GateLog, template: str, kind: tuple, items: dict[str, OE
                 log.decide(GATE_BAL, iid, "OEItem", template, "fail",
                            {"answer": answer, "kind": list(kind), "cap": cap, "max_share": round(limit, 4)})
     return kept
+
+
+def balance_cap(counts: list[int], limit: float) -> int:
+    """The largest per-answer cap under which no answer holds more than ``limit`` of the kept
+    items (0 when even one item per answer is too many, or there is a single answer)."""
+    counts = sorted(counts, reverse=True)
+    for m in range(counts[0] if counts else 0, 0, -1):
+        capped = [min(c, m) for c in counts]
+        if len(capped) > 1 and max(capped) / sum(capped) <= limit:
+            return m
+    return 0
 
 
 GATE_DEP = GateId("DEP")

@@ -140,7 +140,9 @@ class RepairLoop:
             if attempt > self.settings.budget:
                 operator, detail = "final_rejection", f"repair budget of {self.settings.budget} spent; {detail}"
             out.append(Diagnosis(
-                artifact=aid, type=art.type, requirement=req, category=category, cause=self._cause(aid),
+                artifact=aid, type=art.type, requirement=req, category=category,
+                # A gate's or a person's verdict falls on the item itself: no lineage to search.
+                cause=aid if req in ("C1", HUMAN_REQUIREMENT) else self._cause(aid),
                 producer=runs.get(aid, {}).get("skill", art.skill), template=str(art.content.get("template", "")),
                 operator=operator, attempt=attempt, root=prior.get("root", aid), detail=detail,
             ))

@@ -122,7 +122,7 @@ def _interleave_answers(pool: list[tuple[str, OEItem]]) -> list[tuple[str, OEIte
     for iid, item in pool:
         groups.setdefault(item.answer, []).append((iid, item))
     out: list[tuple[str, OEItem]] = []
-    lists = [groups[a] for a in sorted(groups)]
+    lists = [groups[a] for a in sorted(groups, key=lambda a: digest(a))]  # an order unrelated to the text
     for depth in range(max((len(x) for x in lists), default=0)):
         out.extend(x[depth] for x in lists if len(x) > depth)
     return out

@@ -71,8 +71,8 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
         if template.scope == "view" else [None]
     outputs = []
     for view in views:
-        admitted = [c for c in rule.candidates(ft, view, tpl) if admission_problem(ft, tpl, view, c.slots) is None]
-        chosen = _select(admitted, template.max_per_evidence, ctx.rng)
+        chosen = _select(rule.candidates(ft, view, tpl), template.max_per_evidence, ctx.rng,
+                         lambda c, v=view: admission_problem(ft, tpl, v, c.slots) is None)
         for k, cand in enumerate(chosen):
             key = f"v{view if view is not None else 'all'}-{k}"
             outputs.append(Output(Binding(
@@ -89,9 +89,11 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
     return outputs
 
 
-def _select(cands: list[Candidate], k: int, rng) -> list[Candidate]:
-    """Up to ``k`` candidates, answers taking turns (the balance gate evens them out over the
-    template). One candidate per unordered object set: (a, b) and (b, a) are the same question."""
+def _select(cands: list[Candidate], k: int, rng, admit) -> list[Candidate]:
+    """Up to ``k`` admitted candidates, answers taking turns (the balance gate evens them out over
+    the template). One candidate per unordered object set: (a, b) and (b, a) are the same
+    question. Admission is asked only of the candidates the turns reach (it reads pixels and
+    visibility rules; most candidates are never needed)."""
     unique: dict[tuple, Candidate] = {}
     order = rng.permutation(len(cands)) if cands else []
     for i in order:
@@ -107,7 +109,7 @@ def _select(cands: list[Candidate], k: int, rng) -> list[Candidate]:
     depth = 0
     while len(picked) < k and any(len(groups[a]) > depth for a in answers):
         for a in answers:
-            if len(groups[a]) > depth and len(picked) < k:
+            if len(groups[a]) > depth and len(picked) < k and admit(groups[a][depth]):
                 picked.append(groups[a][depth])
         depth += 1
     return picked

@@ -56,17 +56,20 @@ def plan_tabletop_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneS
 
 
 def _camera_rig(rng, views: int, width: int, height: int) -> list[CameraSpec]:
-    """An orbit of cameras around the table. The first stands across the table from the arm,
-    looking back towards it from further away, so its view shows the arm's base beside the
-    objects (reach can be judged from it); the others are spread around the orbit."""
+    """An orbit of cameras around the table. The first two (of three or more) stand across the
+    table from the arm, to either side, looking back towards it from further away, so their
+    views show the arm's base beside the objects (reach can be judged from them); the others
+    are spread around the orbit."""
+    facing = 2 if views >= 3 else 1
     cams = []
     for k in range(views):
-        if k == 0:
-            yaw = ARM_FACING_YAW + float(rng.uniform(-25, 25))
+        if k < facing:
+            side = 0.0 if facing == 1 else (-32.0 if k == 0 else 32.0)
+            yaw = ARM_FACING_YAW + side + float(rng.uniform(-12, 12))
             target = [float(rng.uniform(-0.2, 0.05)), float(rng.uniform(-0.15, 0.15)), TABLE_TARGET[2]]
             distance, pitch = float(rng.uniform(0.85, 1.1)), float(rng.uniform(-42, -28))
         else:
-            yaw = (ARM_FACING_YAW + k * 360.0 / views + float(rng.uniform(-20, 20))) % 360
+            yaw = (ARM_FACING_YAW + 180.0 + (k - facing) * 360.0 / views + float(rng.uniform(-25, 25))) % 360
             target = [TABLE_TARGET[0] + float(rng.uniform(-0.25, 0.25)), TABLE_TARGET[1] + float(rng.uniform(-0.25, 0.25)),
                       TABLE_TARGET[2]]
             distance, pitch = float(rng.uniform(0.45, 0.8)), float(rng.uniform(-52, -28))

@@ -8,6 +8,7 @@ import json
 import numpy as np
 
 from forge.store import Store
+from tests.conftest import named_as_shown
 
 
 def _load(built):
@@ -21,7 +22,7 @@ def _load(built):
 
 def _source_for(store, item):
     ev = json.loads(store.one("SELECT content FROM artifacts WHERE id = ?", [item["evidence"]])[0])
-    src = json.loads(store.one("SELECT content FROM artifacts WHERE id = ?", [ev["source"]])[0])
+    src = named_as_shown(json.loads(store.one("SELECT content FROM artifacts WHERE id = ?", [ev["source"]])[0]), ev)
     return src, store.get_arrays(src["arrays"])
 
 

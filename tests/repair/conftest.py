@@ -83,9 +83,14 @@ def kept_check(built: dict[str, Any], fb: FaultedBuild, affected_clean: set[str]
     diagnosed = {d["artifact"] for d in fb.diagnoses()}
     assert scope <= fb.store.descendants(diagnosed), "a rebuilt artifact does not descend from a failure"
     kept = [aid for aid, _, status, _ in rows if status == "verified" and aid not in made_by_repair]
+    # Both builds collect the same scenes, up to the smaller number either needed (a build that
+    # the gates leave short collects more; repairs change what the gates see).
+    units = min(fb.summary["units_collected"], built["summary"]["units_collected"])
     with Store(built["store"], read_only=True) as clean:
-        upstream = clean.execute("SELECT id, type FROM artifacts WHERE status = 'verified' AND type IN "
-                                 "('Blueprint', 'SceneSpec', 'SourceRecord', 'EvidenceRecord', 'Template')").fetchall()
+        upstream = clean.execute(
+            "SELECT id, type FROM artifacts WHERE status = 'verified' AND type IN ('Blueprint', 'SceneSpec', "
+            "'SourceRecord', 'EvidenceRecord', 'Template') AND coalesce(TRY_CAST(json_extract_string(content, "
+            "'$.scene_index') AS INTEGER), -1) < ?", [units]).fetchall()
         lineage = set(affected_clean) | clean.descendants(affected_clean)
     have = {aid: (t, st) for aid, t, st, _ in rows}
     for aid, type_name in upstream:
