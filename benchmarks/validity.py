@@ -32,6 +32,7 @@ from forge_skills.scene_evidence import measure_evidence
 from forge_skills.template_library import builtin_root, read_template
 
 ROOT = Path(__file__).resolve().parents[1]
+ALPHA, MIN_ITEMS = 0.05, 8  # the blind gate's defaults: an excess it would flag
 SHORT = {"answer_prior": "ans", "position_prior": "pos", "longest_option": "long", "shortest_option": "short",
          "question_overlap": "ovl", "category_prior": "cat", "option_frequency": "freq", "constant_number": "const",
          "category_number": "catnum", "bag_of_words": "bow"}
@@ -128,24 +129,28 @@ def _pct(x: float | None) -> str:
 def print_table(name: str, rows: dict[str, Any]) -> None:
     solvers = list(SOLVERS)
     head = f"{'template':<28} {'n':>5} {'chance':>6} " + " ".join(f"{SHORT[s]:>6}" for s in solvers) + \
-           f" {'best+':>6} {'vis%':>5} {'col%':>5}  lost"
-    print(f"\n== {name}: blind accuracy per solver (%), excess of the best over chance (points), "
-          f"referents passing visibility (%), colour-name agreement (%), items the current checks reject")
+           f" {'best+':>6} {'p':>6} {'vis%':>5} {'col%':>5}  lost"
+    print(f"\n== {name}: blind accuracy per solver (%), excess of the best over chance (points) and its p-value "
+          f"(Bonferroni over the solvers), referents passing visibility (%), colour-name agreement (%), items the "
+          f"current checks reject")
     print(head)
-    worst = 0.0
+    worst = significant = 0.0
     for t, r in rows.items():
         accs = " ".join(f"{r['accuracies'][s] * 100:6.1f}" for s in solvers)
         lost = ", ".join(f"{k} {v}" for k, v in sorted(r["lost"].items())) or "-"
         print(f"{t:<28} {r['items']:>5} {r['chance'] * 100:6.1f} {accs} {r['excess'] * 100:+6.1f} "
-              f"{_pct(r['visibility_pass']):>5} {_pct(r['colour_agreement']):>5}  {lost}")
+              f"{r['p_value']:6.3f} {_pct(r['visibility_pass']):>5} {_pct(r['colour_agreement']):>5}  {lost}")
         worst = max(worst, r["excess"])
+        if r["p_value"] < ALPHA and r["items"] >= MIN_ITEMS:
+            significant = max(significant, r["excess"])
     total = sum(r["items"] for r in rows.values())
     refs = sum(r["referents"] for r in rows.values())
     col = sum((r["colour_agreement"] or 0) * r["referents"] for r in rows.values())
     lost = Counter()
     for r in rows.values():
         lost.update(r["lost"])
-    print(f"{'all':<28} {total:>5}  largest excess {worst * 100:+.1f} points; colour agreement "
+    print(f"{'all':<28} {total:>5}  largest excess {worst * 100:+.1f} points, {significant * 100:+.1f} among "
+          f"significant ones (Bonferroni p < {ALPHA}, n >= {MIN_ITEMS}); colour agreement "
           f"{col / refs * 100 if refs else 100:.1f}% of {refs} named referents; rejected now: "
           f"{dict(lost) or 'none'}")
 

@@ -256,7 +256,8 @@ class StageRunner:
             return 0
         if worst <= 0.0:
             return 0  # no unit yields this capability at all; more of them will not help
-        return max(1, min(units, math.ceil(units * (1.0 / worst - 1.0) * 1.1)))
+        # At least a quarter more: top-ups are few (MAX_TOPUPS), small ones would waste them.
+        return max(math.ceil(units / 4), min(units, math.ceil(units * (1.0 / worst - 1.0) * 1.1)))
 
     def s5_verify(self, state: BuildState) -> dict[str, Any]:
         """Gates B1, balance, C1 and DUP over the item pool, refilled while a capability is short
@@ -298,7 +299,7 @@ class StageRunner:
                   if t > 0 and have.get(c, 0) < t * (1 - tol)]
         if not ratios or min(ratios) <= 0.0:
             return 0
-        return max(1, min(3 * units, math.ceil(units * (1.0 / min(ratios) - 1.0) * 1.2)))
+        return max(math.ceil(units / 4), min(3 * units, math.ceil(units * (1.0 / min(ratios) - 1.0) * 1.2)))
 
     def route_after_verify(self, state: BuildState) -> str:
         if self.repair is not None and self.repair.rounds <= self.repair.settings.budget and self._pending_failures():
