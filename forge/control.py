@@ -42,7 +42,7 @@ class BuildState(TypedDict, total=False):
 
 
 # Synthesis realizes this much more than the targets ask, to absorb rejections at the gates.
-HEADROOM = 1.35
+HEADROOM = 1.15
 MAX_TOPUPS = 4
 MAX_REFILLS = 2  # realize rounds after S5 screening, per build
 
@@ -229,9 +229,14 @@ class StageRunner:
         rows = self.store.fields(missing, {"template": "$.template", "answer": "$.answer",
                                            "capability": "$.presentation.capability",
                                            "intervals": "$.presentation.options.intervals",
-                                           "determinant": "$.presentation.determinant"}) if missing else {}
+                                           "determinant": "$.presentation.determinant",
+                                           "question_type": "$.presentation.question_type",
+                                           "scoring": "$.presentation.scoring",
+                                           "kinds": "$.presentation.kinds"}) if missing else {}
         for bid, f in rows.items():
             f["determinant"] = f.get("determinant") or ""
+            for name in ("question_type", "scoring", "kinds"):
+                f[name] = f.get(name) or ""
             intervals = json.loads(f.pop("intervals") or "null")
             if intervals:  # balance the interval a count falls in, not the raw count
                 value = float(f["answer"])

@@ -70,62 +70,130 @@ class BindingSummary:
     answer: str
     capability: str
     determinant: str = ""  # what the answer is a function of (bindings sharing one make dependent items)
+    question_type: str = ""
+    scoring: str = ""  # the template's scoring (JSON): numeric answers balance in tolerance-wide bins
+    kinds: str = ""  # the kinds of object the question names (JSON): answers balance per kind
+
+
+def keepable(bindings: dict[str, BindingSummary], min_items: int = 8) -> dict[str, list[str]]:
+    """Per template, the bindings the gates can be expected to let through, in an order whose
+    every prefix stays balanced: those whose determinants are independent of each other (as the
+    independence gate keeps them, in id order), and per kind of object named and answer no more
+    than the balance gate's cap. Allocation draws prefixes of these lists, so the items it
+    realizes are seldom held back afterwards for dependence or imbalance."""
+    dets = {bid: json.loads(b.determinant) if b.determinant else {} for bid, b in bindings.items()}
+    kept, _ = independent(dets)
+    per_template: dict[str, list[str]] = {}
+    for bid in kept:  # in id order
+        per_template.setdefault(bindings[bid].template, []).append(bid)
+    out: dict[str, list[str]] = {}
+    for template, ids in per_template.items():
+        answers = _answer_classes(ids, bindings)
+        if len(answers) > 12:  # answers that are names: balancing holds back little
+            out[template] = ids
+            continue
+        if len(ids) < min_items:  # the balance gate leaves templates this small alone
+            out[template] = _take_turns([answers[a] for a in sorted(answers, key=digest)])
+            continue
+        cls = {bid: a for a, members in answers.items() for bid in members}
+        # Kinds as the balance gate groups them: a kind on its own once it has a few items per
+        # answer class, smaller kinds together.
+        kinds: dict[str, list[str]] = {}
+        for bid in ids:
+            kinds.setdefault(bindings[bid].kinds, []).append(bid)
+        own = max(MIN_KIND_GROUP, KIND_ITEMS_PER_CLASS * len(answers))
+        groups = [m for _, m in sorted(kinds.items()) if len(m) >= own]
+        pooled = sorted(b for m in kinds.values() if len(m) < own for b in m)
+        groups += [pooled] if pooled else []
+        lists = []
+        for members in groups:
+            by_answer: dict[str, list[str]] = {}
+            for bid in members:
+                by_answer.setdefault(cls[bid], []).append(bid)
+            cap = balance_cap([len(v) for v in by_answer.values()], 1.0 / len(answers) + BALANCE_SLACK)
+            lists.append(_take_turns([by_answer[a][:cap] for a in sorted(by_answer, key=digest)]))
+        out[template] = _merge_balanced(lists, cls)
+    return out
+
+
+def _merge_balanced(lists: list[list[str]], answer_of: dict[str, str]) -> list[str]:
+    """Merge per-kind lists, each already balanced in every prefix, so that the merged prefixes
+    are balanced too: the next binding is the head whose answer the output holds least of, from
+    the kind drawn least so far."""
+    heads = [0] * len(lists)
+    held: dict[str, int] = {}
+    out: list[str] = []
+    while True:
+        best: tuple[tuple[int, int, int], int] | None = None
+        for g, members in enumerate(lists):
+            if heads[g] < len(members):
+                key = (held.get(answer_of[members[heads[g]]], 0), heads[g], g)
+                if best is None or key < best[0]:
+                    best = (key, g)
+        if best is None:
+            return out
+        g = best[1]
+        bid = lists[g][heads[g]]
+        heads[g] += 1
+        held[answer_of[bid]] = held.get(answer_of[bid], 0) + 1
+        out.append(bid)
+
+
+def _answer_classes(ids: list[str], bindings: dict[str, BindingSummary]) -> dict[str, list[str]]:
+    """Bindings per answer class as the balance gate counts them: numeric answers in the bins
+    of the scorer's tolerance, others by the answer shown."""
+    first = bindings[ids[0]]
+    bins = None
+    if first.question_type == "numeric":
+        values = {bid: _number(bindings[bid].answer) for bid in ids}
+        if all(v is not None for v in values.values()):
+            bins = tolerance_bins(list(values.values()), json.loads(first.scoring or "{}"))
+    classes: dict[str, list[str]] = {}
+    for bid in ids:
+        key = bindings[bid].answer if bins is None else f"bin {sum(1 for e in bins if values[bid] >= e)}"
+        classes.setdefault(key, []).append(bid)
+    return classes
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def expected_yield(bindings: dict[str, BindingSummary]) -> dict[str, int]:
-    """Items per capability the gates can be expected to let through: the bindings whose
-    determinants are independent of each other (as the independence gate keeps them), and no
-    more than their templates' answers can balance (per template, the answer classes times the
-    rarest class's count)."""
-    dets = {bid: json.loads(b.determinant) if b.determinant else {} for bid, b in bindings.items()}
-    kept, _ = independent(dets)
-    by_template: dict[str, dict[str, int]] = {}
-    for bid in kept:
-        b = bindings[bid]
-        answers = by_template.setdefault(b.template, {})
-        answers[b.answer] = answers.get(b.answer, 0) + 1
+    """Items per capability the gates can be expected to let through (see ``keepable``)."""
     capability = {b.template: b.capability for b in bindings.values()}
     out: dict[str, int] = {}
-    for template, answers in by_template.items():
-        n = sum(answers.values())
-        if len(answers) > 12:  # answers that are names or numbers: balancing holds back little
-            balanced = n
-        else:
-            cap = balance_cap(list(answers.values()), 1.0 / len(answers) + 0.025)
-            balanced = sum(min(c, cap) for c in answers.values()) if cap else n // 4
-        out[capability[template]] = out.get(capability[template], 0) + balanced
+    for template, ids in keepable(bindings).items():
+        out[capability[template]] = out.get(capability[template], 0) + len(ids)
     return out
 
 
 def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) -> dict[str, list[str]]:
     """Which bindings to realize, per template: each capability's target (times ``headroom``)
     spread evenly over its templates, a template short of bindings leaving its share to the
-    others. Within a template, bindings alternate answers in id order, so any prefix stays
-    balanced."""
-    per_template: dict[str, list[str]] = {}
+    others. Only keepable bindings are drawn; within a template answers take turns, so any
+    prefix stays balanced."""
+    ordered = keepable(bindings)
     caps: dict[str, set[str]] = {}
-    for bid in sorted(bindings):
-        b = bindings[bid]
-        per_template.setdefault(b.template, []).append(bid)
+    for b in bindings.values():
         caps.setdefault(b.capability, set()).add(b.template)
-    ordered = {t: _alternate_answers(ids, bindings) for t, ids in per_template.items()}
     plan: dict[str, list[str]] = {}
     for cap, templates in caps.items():
         need = math.ceil(blueprint.capability_targets.get(cap, 0) * headroom)
-        share = _water_fill(need, {t: len(ordered[t]) for t in templates})
+        share = _water_fill(need, {t: len(ordered.get(t, [])) for t in templates})
         for t in templates:
-            plan[t] = ordered[t][: share[t]]
+            plan[t] = ordered.get(t, [])[: share[t]]
     return plan
 
 
-def _alternate_answers(ids: list[str], bindings: dict[str, BindingSummary]) -> list[str]:
-    groups: dict[str, list[str]] = {}
-    for bid in ids:
-        groups.setdefault(bindings[bid].answer, []).append(bid)
-    # Answers take turns in an order unrelated to their text: in alphabetical order, a template
-    # whose answers are all distinct (orders of named objects) would realize the alphabetically
-    # first ones, and names early in the alphabet would come first in its answers.
-    lists = [groups[a] for a in sorted(groups, key=lambda a: digest(a))]
+def _take_turns(lists: list[list[str]]) -> list[str]:
+    # Answers take turns in an order unrelated to their text (the caller orders the lists by a
+    # digest of the answer): in alphabetical order, a template whose answers are all distinct
+    # (orders of named objects) would realize the alphabetically first ones, and names early in
+    # the alphabet would come first in its answers.
     return [x[d] for d in range(max((len(x) for x in lists), default=0)) for x in lists if len(x) > d]
 
 
@@ -247,6 +315,7 @@ def blind_code_version() -> str:
 # Question types whose answer is one displayed option: their answer texts can be balanced.
 BALANCED_TYPES = {"single_choice", "yes_no", "marked_object_choice", "multi_view_choice", "interval_choice",
                   "temporal_choice", "grounding_choice"}
+BALANCE_SLACK = 0.025  # the default blind margin halved, as the balance gate applies it
 MIN_KIND_GROUP = 4  # kinds with fewer items than this in a template are balanced together
 KIND_ITEMS_PER_CLASS = 4
 

@@ -21,6 +21,7 @@ import yaml
 from forge.artifact_types import CameraSpec, ObjectSpec, ObjectState, SceneSpec
 
 SETTLE_STEPS = 150
+TRAY_RIM = 0.15  # the outer share of a tray's width, per side, where an object sits on the rim
 DROP_GAP = 0.01  # metres between an object's lowest point and its support when it is set down
 FLOOR = "floor"
 
@@ -82,6 +83,7 @@ class SceneSimulator:
         p.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=self.client)
         self.bodies: dict[str, int] = {}
         self.statics: dict[int, str] = {}
+        self.footprints: dict[str, tuple[list[float], list[float], float]] = {}  # body name -> offset, half extents, yaw
 
     def close(self) -> None:
         try:
@@ -103,10 +105,16 @@ class SceneSimulator:
         p.setGravity(0, 0, -9.81, physicsClientId=c)
         plane = p.loadURDF("plane.urdf", physicsClientId=c)
         self.statics = {plane: FLOOR}
+        self.footprints = {}
         for body in spec.bodies:
             orn = p.getQuaternionFromEuler([0, 0, body.yaw])
-            uid = p.loadURDF(body.urdf, body.position, orn, useFixedBase=body.fixed, globalScaling=body.scale,
+            uid = p.loadURDF(body.urdf, body.position, useFixedBase=body.fixed, globalScaling=body.scale,
                              physicsClientId=c)
+            # The footprint in the body's own frame (centre offset and half extents), read before it turns.
+            lo, hi = p.getAABB(uid, physicsClientId=c)
+            self.footprints[body.name] = ([(lo[i] + hi[i]) / 2 - body.position[i] for i in (0, 1)],
+                                          [(hi[i] - lo[i]) / 2 for i in (0, 1)], body.yaw)
+            p.resetBasePositionAndOrientation(uid, body.position, orn, physicsClientId=c)
             movable = [j for j in range(p.getNumJoints(uid, physicsClientId=c))
                        if p.getJointInfo(uid, j, physicsClientId=c)[2] in (p.JOINT_REVOLUTE, p.JOINT_PRISMATIC)]
             for j, q in zip(movable, body.joints):
@@ -154,9 +162,23 @@ class SceneSimulator:
             out.append(ObjectState(name=obj.name, category=obj.category, color=obj.color, body=body,
                                    position=[round(v, 6) for v in pos], orientation=[round(v, 6) for v in orn],
                                    aabb_min=[round(v, 6) for v in lo], aabb_max=[round(v, 6) for v in hi],
-                                   support=self._support(body, (lo[2] + hi[2]) / 2, names),
+                                   support=self._inside_tray(self._support(body, (lo[2] + hi[2]) / 2, names),
+                                                             lo, hi, spec),
                                    tilt_deg=round(tilt, 3), up_axis=list(obj.up_axis)))
         return out
+
+    def _inside_tray(self, support: str | None, lo, hi, spec: SceneSpec) -> str | None:
+        """A tray supports an object only when it lies within the tray: one propped on the rim,
+        its centre over the edge, is neither plainly in the tray nor out of it ("unclear")."""
+        body = next((b for b in spec.bodies if b.name == support), None)
+        if body is None or body.category != "tray":
+            return support
+        offset, half, yaw = self.footprints[support]
+        # The object's centre in the tray's frame.
+        dx, dy = (lo[0] + hi[0]) / 2 - body.position[0], (lo[1] + hi[1]) / 2 - body.position[1]
+        local = [math.cos(yaw) * dx + math.sin(yaw) * dy - offset[0], -math.sin(yaw) * dx + math.cos(yaw) * dy - offset[1]]
+        inside = all(abs(v) <= h * (1 - 2 * TRAY_RIM) for v, h in zip(local, half))
+        return support if inside else "unclear"
 
     def _support(self, body: int, mid_z: float, names: dict[int, str]) -> str | None:
         """The body this one rests on: the one its lower contacts push against."""

@@ -253,6 +253,39 @@ def _count_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Can
     return [Candidate({}, answer, float(d["count"]), d["visible_pixels"])] if answer is not None else []
 
 
+def _count_beside_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    """How many other objects lie on one side of the anchor in the image (by centre column).
+    Every object must be clearly in view or out of it, and none may sit so near the anchor's
+    column that a person could not tell which side it is on."""
+    rule = tpl["answer_rule"]
+    anchor = slots["anchor"]
+    min_vis = _adm(tpl, "min_visible_pixels", 1)
+    px = {o: ft.fact(o, view).visible_pixels for o in ft.objects}
+    if any(0 < p < min_vis for p in px.values()):
+        return None, {"reason": "an object is only partly visible"}
+    if px[anchor] < min_vis:
+        return None, {"reason": f"{anchor} is not clearly visible"}
+    x = {o: ft.value(o, view, "center_x") for o, p in px.items() if p >= min_vis}
+    others = {o: v - x[anchor] for o, v in x.items() if o != anchor}
+    if len(others) < _adm(tpl, "min_others", 0):
+        return None, {"reason": "too few other objects in view to count"}
+    margin = min((abs(d) for d in others.values()), default=float("inf"))
+    if margin < _adm(tpl, "min_margin", 0.0):
+        return None, {"reason": f"an object is within {margin:.0f} px of the anchor's column"}
+    side = rule.get("side", "left")
+    n = sum(1 for d in others.values() if (d < 0 if side == "left" else d > 0))
+    return str(n), {"count": n, "side": side, "offsets_px": others, "margin": margin}
+
+
+def _count_beside_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    out = []
+    for anchor in ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1))):
+        answer, d = _count_beside_derive(ft, view, {"anchor": anchor}, tpl)
+        if answer is not None:
+            out.append(Candidate({"anchor": anchor}, answer, d["margin"], d["offsets_px"]))
+    return out
+
+
 def _order_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     rule = tpl["answer_rule"]
     names = list(slots["objects"])
@@ -464,6 +497,8 @@ RULES: dict[str, Rule] = {
                                      lambda d: d["visible_pixels"]),
              _only_view_derive, ("object",), ("multi_view_choice",)),
         Rule("count", _count_candidates, _count_derive, (), ("numeric", "interval_choice"), complete_labels=True),
+        Rule("count_beside", _count_beside_candidates, _count_beside_derive, ("anchor",), ("numeric",),
+             lambda t: f"count_beside:{t['answer_rule'].get('side', 'left')}", complete_labels=True),
         Rule("order", _order_candidates, _order_derive, ("objects",), ("ordered_list",), _field, whole_order=True),
         Rule("visible_set", _visible_set_candidates, _visible_set_derive, ("objects",), ("multiple_choice",),
              lambda t: "visible", whole_order=True),

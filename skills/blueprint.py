@@ -16,7 +16,7 @@ from forge.skills import SkillContext, skill
 
 # Items one view yields across the tabletop template family (measured on built scenes,
 # with margin): used only to size the scene count when the intent does not give it.
-ITEMS_PER_VIEW_ESTIMATE = 6.0
+ITEMS_PER_VIEW_ESTIMATE = 5.5
 
 
 class BlueprintParams(BaseModel):

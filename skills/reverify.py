@@ -195,6 +195,14 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
         if any(0 < p < min_px for p in px):
             return None
         return str(sum(1 for p in px if p >= min_px))
+    if name == "count_beside":
+        px = {n: v["px"] for n, v in m.items()}
+        if any(0 < p < min_px for p in px.values()) or px[slots["anchor"]] < min_px:
+            return None
+        offsets = [m[n]["cx"] - m[slots["anchor"]]["cx"] for n, p in px.items() if p >= min_px and n != slots["anchor"]]
+        if len(offsets) < adm.get("min_others", 0) or (offsets and min(abs(d) for d in offsets) < adm.get("min_margin", 0.0)):
+            return None
+        return str(sum(1 for d in offsets if (d < 0 if rule.get("side", "left") == "left" else d > 0)))
     if name == "visible_set":
         px = {n: m[n]["px"] for n in slots["objects"]}
         if any(0 < p < min_px for p in px.values()):

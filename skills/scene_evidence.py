@@ -97,8 +97,9 @@ def truncation(lo: list[float], hi: list[float], view: np.ndarray, proj: np.ndar
 
 
 def _support_kind(support: str | None, bodies: dict[str, str]) -> str | None:
-    """The category of what the object rests on; None when unknown or ambiguous (several)."""
-    if support is None or support in ("several", "unknown"):
+    """The category of what the object rests on; None when unknown or ambiguous (several, or
+    propped on a tray's rim)."""
+    if support is None or support in ("several", "unknown", "unclear"):
         return None
     return bodies.get(support, "object")
 

@@ -50,6 +50,14 @@ def test_new_question_types_against_ground_truth(wide):
             if t == "count_visible_interval":
                 lo, hi = key["scoring"]["intervals"][key["answer_index"]]
                 assert lo <= n <= hi
+        elif t == "count_left_numeric":
+            # Objects whose pixel centre lies left of the anchor's, among those clearly in view.
+            cx = {n: float(np.nonzero(seg == body[n])[1].mean()) for n in body if px[n] >= 120}
+            anchor = b["slots"]["anchor"]
+            assert item["answer_value"] == sum(1 for n, x in cx.items() if n != anchor and x < cx[anchor])
+            others = [abs(x - cx[anchor]) for n, x in cx.items() if n != anchor]
+            assert len(others) >= 2 and min(others) >= 25
+            assert not [n for n in body if 0 < px[n] < 120]
         elif t == "depth_order_list":
             objs = b["slots"]["objects"]
             order = sorted(objs, key=lambda o: float(np.median(depth[seg == body[o]])))

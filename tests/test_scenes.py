@@ -198,3 +198,35 @@ def test_uav_frames_look_straight_down(tmp_path):
         assert v["forward"][2] < -0.999
     with Store(built["store"], read_only=True) as s:
         assert reverify_package(s, built["package"])["invalid"] == 0
+
+
+def test_an_object_on_a_tray_rim_is_not_in_the_tray():
+    """A tray supports an object only when it lies within the tray: one propped on the rim, its
+    centre over the edge (an item once said "in the tray" of a mug leaning on the rim), has no
+    registrable support, so no support question is asked of it."""
+    from forge.artifact_types import BodySpec, CameraSpec, SceneSpec
+    from forge_resources.pybullet_sim import SceneSimulator, catalogue
+    from forge_skills.scene_layout import make_object
+
+    cat = catalogue()
+    yaw = 0.6
+    tray = BodySpec(name="tray 1", category="tray", urdf=cat["furniture"]["tray"]["urdf"], position=[1.0, 0.5, 0.0],
+                    yaw=yaw, scale=cat["furniture"]["tray"]["scale"])
+    along = [math.cos(yaw), math.sin(yaw)]
+    inside = make_object(cat, "red", "cube", "room", 1.0, 0.5, 0.0, z=0.02)
+    # On the rim along the tray's own x axis (its footprint turns with it).
+    with SceneSimulator() as sim:
+        sim.reset_to_scene(SceneSpec(source_kind="test", scene_index=0, seed=0, robot="none", objects=[inside],
+                                     cameras=[CameraSpec(index=0, eye=[3, 0.5, 1.0], target=[1, 0.5, 0], fov=60.0, width=64, height=48)],
+                                     layout="room", bodies=[tray], support_height=0.0))
+        half = sim.footprints["tray 1"][1][0]
+    # Set down at nine tenths of the way to the rim, a mug tips onto it and rests there, leaning.
+    rim = make_object(cat, "blue", "mug", "room", 1.0 + along[0] * 0.9 * half, 0.5 + along[1] * 0.9 * half, yaw, z=0.05)
+    with SceneSimulator() as sim:
+        spec = SceneSpec(source_kind="test", scene_index=0, seed=0, robot="none", objects=[inside, rim],
+                         cameras=[CameraSpec(index=0, eye=[3, 0.5, 1.0], target=[1, 0.5, 0], fov=60.0, width=64, height=48)],
+                         layout="room", bodies=[tray], support_height=0.0)
+        sim.reset_to_scene(spec)
+        support = {o.name: o.support for o in sim.read_state(spec)}
+    assert support["red cube"] == "tray 1"
+    assert support["blue mug"] == "unclear", support

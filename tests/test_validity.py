@@ -165,8 +165,8 @@ def test_c1_flags_a_category_prior(room):
         planted.append((iid, it.model_copy(update={"answer": answer, "answer_index": it.options.index(answer)})))
     report = blind_report(planted)
     acc = report["accuracies"]
-    assert max(acc["category_prior"], acc["bag_of_words"]) > 0.85 and report["excess"] > 0.3
-    assert report["p_value"] < 0.01
+    assert max(acc["category_prior"], acc["bag_of_words"]) > 0.75 and report["excess"] > 0.25
+    assert report["p_value"] < 0.05  # C1's alpha: the gate would flag the template
     clean = blind_report(state)
     assert clean["excess"] < 0.15, clean
 
