@@ -295,7 +295,8 @@ class Executor:
         if self._pool is None:
             import multiprocessing
 
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=exit_with_parent, initargs=(os.getpid(),))
         self.preload([a for inv in todo for a in inv.input_ids])
         futures = []
         for inv in todo:
@@ -401,6 +402,24 @@ def _describe_error(inv: Invocation, exc: Exception) -> str:
     where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""
     inputs = ", ".join(f"{k}={v if isinstance(v, str) else f'[{len(v)} artifacts]'}" for k, v in inv.inputs.items())
     return f"skill {inv.node.skill.name!r} failed on ({inputs}): {type(exc).__name__}: {exc}{where}"
+
+
+PARENT_POLL_S = 0.5
+
+
+def exit_with_parent(parent_pid: int) -> None:
+    """Pool worker initializer: exit as soon as the driver is gone, however it died. A worker
+    holds both ends of its task queue, so it never sees end-of-file when the driver is killed
+    and would otherwise wait for work forever."""
+    import threading
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL_S)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _worker_execute(skill_name: str, params: dict[str, Any], run_key: str, store_root: str,
