@@ -194,9 +194,40 @@ def score_all(answers: dict[str, dict], predictions: dict[str, object]) -> dict:
     }
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+class ScoreInputError(Exception):
+    """A predictions or answers file that cannot be read as this scorer expects."""
+
+
+def read_jsonl(path: Path, what: str = "file") -> list[dict]:
+    """Rows of a JSON-lines file; every problem names the file and the line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.readlines()
+    except FileNotFoundError:
+        raise ScoreInputError(f"{path}: no such {what}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScoreInputError(f"{path}: cannot read the {what} ({exc})") from None
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ScoreInputError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+            raise ScoreInputError(f"{path}:{number}: expected an object with a string \"id\"")
+        rows.append(row)
+    return rows
+
+
+def read_predictions(path: Path) -> dict[str, object]:
+    predictions: dict[str, object] = {}
+    for number, row in enumerate(read_jsonl(path, "predictions file"), 1):
+        if row["id"] in predictions:
+            raise ScoreInputError(f"{path}: item {row['id']} is answered twice (the second at row {number})")
+        predictions[row["id"]] = row.get("response")
+    return predictions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,11 +237,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--answers", type=Path, default=here / "answers.jsonl")
     ap.add_argument("--json", action="store_true", help="print the full result as JSON")
     args = ap.parse_args(argv)
-    answers = {row["id"]: row for row in read_jsonl(args.answers)}
-    predictions = {}
-    for row in read_jsonl(args.predictions):
-        predictions[row["id"]] = row.get("response")
+    try:
+        answers = {row["id"]: row for row in read_jsonl(args.answers, "answer key")}
+        predictions = read_predictions(args.predictions)
+    except ScoreInputError as exc:
+        print(f"score: error: {exc}", file=sys.stderr)
+        return 2
+    # Ids the key does not know are not scored, but said: a prediction file for another
+    # package (or another version of this one) would otherwise score 0 without a word.
+    unknown = sorted(set(predictions) - set(answers))
     result = score_all(answers, predictions)
+    result["unknown_ids"] = len(unknown)
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:
@@ -218,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
               f"accuracy {result['accuracy']:.4f}")
         for cap, acc in result["by_capability"].items():
             print(f"  {cap:<24} {acc:.4f}")
+    if unknown:
+        print(f"score: warning: {len(unknown)} prediction(s) name ids that are not in {args.answers} "
+              f"(not scored), e.g. {', '.join(unknown[:3])}", file=sys.stderr)
     return 0
 
 

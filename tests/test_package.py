@@ -75,6 +75,33 @@ def test_scorer_runs_without_forge(built, tmp_path):
     assert res["accuracy"] == 0.0 and res["invalid"] == len(half) and res["items"] == len(answers)
 
 
+def test_scorer_names_bad_input_without_a_traceback(built, tmp_path):
+    pkg = built["package"]
+    mod = next(d.name for d in pkg.iterdir() if (d / "score.py").exists())
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-S", "-m", f"{mod}.score", *args], cwd=pkg, capture_output=True, text=True)
+
+    missing = run(str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 2 and "nope.jsonl: no such predictions file" in missing.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "response": "A"}\n{not json\n')
+    out = run(str(bad))
+    assert out.returncode == 2 and "bad.jsonl:2: not JSON" in out.stderr and "Traceback" not in out.stderr
+    bad.write_text('["a", "A"]\n')
+    assert 'bad.jsonl:1: expected an object with a string "id"' in run(str(bad)).stderr
+    answers = _rows(pkg / "answers.jsonl")
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text("".join(json.dumps({"id": answers[0]["id"], "response": "A"}) + "\n" for _ in range(2)))
+    assert "answered twice" in run(str(twice)).stderr
+    # Ids the key does not know are reported, not silently scored as nothing.
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "not-an-item", "response": "A"}) + "\n")
+    res = run(str(other), "--json")
+    assert res.returncode == 0 and json.loads(res.stdout)["unknown_ids"] == 1
+    assert "1 prediction(s) name ids that are not in" in res.stderr
+
+
 def test_answer_positions_are_balanced(built):
     answers = _rows(built["package"] / "answers.jsonl")
     by_template: dict[str, list[int]] = {}
