@@ -6,7 +6,9 @@ Errors name the file, the field path and the line, and raise :class:`IntentError
 
 from __future__ import annotations
 
+import difflib
 import re
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -170,7 +172,8 @@ class OESpec(_Strict):
     def _known_capabilities(cls, value: list[str]) -> list[str]:
         unknown = [c for c in value if c not in CAPABILITIES]
         if unknown:
-            raise ValueError(f"unknown capabilities {unknown}; known: {sorted(CAPABILITIES)}")
+            raise ValueError(f"unknown capabilities {unknown}{did_you_mean(unknown, CAPABILITIES)}; "
+                             f"known: {sorted(CAPABILITIES)}")
         return value
 
     @field_validator("question_types")
@@ -178,7 +181,8 @@ class OESpec(_Strict):
     def _known_question_types(cls, value: list[str]) -> list[str]:
         unknown = [q for q in value if q not in QUESTION_TYPES]
         if unknown:
-            raise ValueError(f"unknown question types {unknown}; known: {sorted(QUESTION_TYPES)}")
+            raise ValueError(f"unknown question types {unknown}{did_you_mean(unknown, QUESTION_TYPES)}; "
+                             f"known: {sorted(QUESTION_TYPES)}")
         return value
 
 
@@ -293,7 +297,7 @@ def _format_validation(path: Path, exc: ValidationError, lines: dict[tuple[Any, 
         line = _nearest_line(loc, lines)
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            msg = "unknown field"
+            msg = "unknown field" + did_you_mean([str(loc[-1])], _fields_beside(loc))
         elif err["type"] == "missing":
             msg = "required field is missing"
         msg = re.sub(r"^Value error, ", "", msg)
@@ -304,6 +308,33 @@ def _format_validation(path: Path, exc: ValidationError, lines: dict[tuple[Any, 
 
 
 _SOURCE_KINDS = {"pybullet_tabletop", "pybullet_room", "pybullet_ground", "image_folder"}
+
+
+def did_you_mean(unknown: list[str], known: Any) -> str:
+    """' (did you mean 'x'?)' for the closest known names of misspelled ones, or ''."""
+    guesses = [m for u in unknown for m in difflib.get_close_matches(u, [str(k) for k in known], n=1, cutoff=0.7)]
+    if not guesses:
+        return ""
+    return " (did you mean " + ", ".join(repr(g) for g in dict.fromkeys(guesses)) + "?)"
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation can hold (through lists, unions and Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+
+
+def _fields_beside(loc: tuple[Any, ...]) -> set[str]:
+    """The field names allowed where ``loc`` names an unknown one (its siblings in the schema)."""
+    models: list[type[BaseModel]] = [Intent]
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        inner = [m for model in models if part in model.model_fields
+                 for m in _models_in(model.model_fields[part].annotation)]
+        models = inner or models  # a discriminator tag, not a field: stay on the union's models
+    return {name for model in models for name in model.model_fields}
 
 
 def _nearest_line(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int:

@@ -63,6 +63,26 @@ def test_unknown_capability(tmp_path):
     assert "oe.capabilities" in str(err.value) and "telepathy" in str(err.value)
 
 
+@pytest.mark.parametrize("text, needle", [
+    ("name: t\noe:\n  itmes: 10\n  capabilities: [visibility]\n  question_types: [yes_no]\nsources:\n"
+     "  - kind: pybullet_tabletop\n", "oe.itmes: unknown field (did you mean 'items'?)"),
+    ("name: t\noe:\n  items: 10\n  capabilities: [countng]\n  question_types: [yes_no]\nsources:\n"
+     "  - kind: pybullet_tabletop\n", "unknown capabilities ['countng'] (did you mean 'counting'?)"),
+    ("name: t\noe:\n  items: 10\n  capabilities: [visibility]\n  question_types: [yes_noo]\nsources:\n"
+     "  - kind: pybullet_tabletop\n", "unknown question types ['yes_noo'] (did you mean 'yes_no'?)"),
+    ("name: t\noe:\n  items: 10\n  capabilities: [visibility]\n  question_types: [yes_no]\nsources:\n"
+     "  - kind: pybullet_tabletop\n    objetcs: {min: 4, max: 6}\n", "sources.0.objetcs: unknown field (did you mean 'objects'?)"),
+    ("name: t\ngatse: {}\noe:\n  items: 10\n  capabilities: [visibility]\n  question_types: [yes_no]\nsources:\n"
+     "  - kind: pybullet_tabletop\n", "gatse: unknown field (did you mean 'gates'?)"),
+])
+def test_misspelled_names_get_a_suggestion(tmp_path, text, needle):
+    p = tmp_path / "i.yaml"
+    p.write_text(text)
+    with pytest.raises(IntentError) as err:
+        load_intent(p)
+    assert needle in str(err.value)
+
+
 def test_missing_file():
     with pytest.raises(IntentError) as err:
         load_intent("/nonexistent/intent.yaml")
