@@ -281,22 +281,34 @@ def capabilities(text: str | None, as_json: bool) -> None:
 
 @main.command()
 @click.argument("package", type=click.Path(file_okay=False))
-@click.option("--store", "store", type=click.Path(file_okay=False), required=True, help="the store the package was built in")
+@click.option("--store", "store", type=click.Path(file_okay=False), default=None,
+              help="the store the package was built in (default: beside --intent, else ./.forge)")
+@click.option("--intent", "intent", type=click.Path(dir_okay=False), default=None,
+              help="the intent it was built from: its store is the .forge folder beside it")
 @click.option("--json", "as_json", is_flag=True)
-def reverify(package: str, store: str, as_json: bool) -> None:
+def reverify(package: str, store: str | None, intent: str | None, as_json: bool) -> None:
     """Recompute every released answer from raw simulator arrays or dataset files, independently
     of the evidence and construction code; exit 1 when any item is invalid."""
     def run() -> None:
         from forge.packaging import verify_package
-        from forge.store import Store
+        from forge.store import DB_NAME, Store
         from forge_skills.reverify import reverify_package
 
         target = Path(package)
         if not (target / "manifest.json").exists():
             raise UsageError(f"{target}: not a package (no manifest.json)")
+        store_dir = _store_for(store, intent)
+        if not (store_dir / DB_NAME).exists():
+            raise UsageError(f"{store_dir}: no forge store there; pass --store DIR (the store the package was "
+                             "built in) or --intent FILE (a build keeps its store in .forge/ beside the intent)")
         problems = verify_package(target)
-        with Store(Path(store), read_only=True) as s:
-            report = reverify_package(s, target)
+
+        def progress(done: int, total: int) -> None:
+            if not as_json:
+                click.echo(f"  re-verified {done}/{total} items", err=True)
+
+        with Store(store_dir, read_only=True) as s:
+            report = reverify_package(s, target, progress)
         report["file_problems"] = problems
 
         def render(r: dict[str, Any]) -> None:

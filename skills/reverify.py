@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from PIL import Image
@@ -242,8 +242,9 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
     return ranked[0]
 
 
-def reverify_package(store: Store, package: Path) -> dict[str, Any]:
-    """Check every released item; returns counts and the reasons of the invalid ones."""
+def reverify_package(store: Store, package: Path, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Check every released item; returns counts and the reasons of the invalid ones.
+    ``progress(done, total)`` is called every hundred items and at the end."""
     rows = [json.loads(line) for line in open(package / "items.jsonl")]
     keys = {json.loads(line)["id"]: json.loads(line) for line in open(package / "answers.jsonl")}
     contents = {aid: json.loads(c) for aid, c in store._ids_query(
@@ -256,7 +257,9 @@ def reverify_package(store: Store, package: Path) -> dict[str, Any]:
         return cache[aid]
 
     invalid: dict[str, str] = {}
-    for row in rows:
+    for done, row in enumerate(rows):
+        if progress is not None and done % 100 == 0 and done:
+            progress(done, len(rows))
         item = contents[row["id"]]
         binding = load(item["binding"])
         source_id = load(binding["evidence"])["source"]
@@ -292,6 +295,8 @@ def reverify_package(store: Store, package: Path) -> dict[str, Any]:
             reason = _media_problem(package, row, template, source, binding["slots"], store, binding["view"])
         if reason:
             invalid[row["id"]] = reason
+    if progress is not None:
+        progress(len(rows), len(rows))
     return {"items": len(rows), "valid": len(rows) - len(invalid), "invalid": len(invalid),
             "valid_rate": (len(rows) - len(invalid)) / len(rows) if rows else 0.0, "reasons": invalid}
 

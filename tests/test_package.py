@@ -112,3 +112,23 @@ def test_answer_positions_are_balanced(built):
             continue
         counts = np.bincount(idx, minlength=max(idx) + 1)
         assert counts.max() / len(idx) < 0.75, (template, counts)
+
+
+def test_reverify_finds_the_store_beside_the_intent(built, tmp_path):
+    """`forge reverify` finds a store as `audit` and `status` do, and says what to pass when
+    there is none, instead of requiring --store."""
+    intent = tmp_path / "intent.yaml"
+    intent.write_text(built["intent"].read_text())
+    (tmp_path / ".forge").symlink_to(built["store"], target_is_directory=True)
+
+    def forge(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "forge.cli", "reverify", str(built["package"]), *args],
+                              capture_output=True, text=True, cwd=tmp_path / "elsewhere")
+
+    (tmp_path / "elsewhere").mkdir()
+    found = forge("--intent", str(intent))
+    assert found.returncode == 0, found.stderr
+    assert "0 invalid" in found.stdout and "re-verified" in found.stderr
+    none = forge()
+    assert none.returncode == 2 and "no forge store there; pass --store DIR" in none.stderr
+    assert "Traceback" not in none.stderr
