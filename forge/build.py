@@ -136,6 +136,11 @@ def _summary(runner: StageRunner, state: dict[str, Any], build_id: str, store_di
         "items_accepted": len(accepted),
         "items_rejected": rejected,
         "items_released": pkg.counts["items"],
+        # Candidates end rejected (contracts, gates A and C1), held (duplicate, dependent or
+        # over-represented answers) or accepted; the composition releases what it needs of the
+        # accepted ones, the rest stay in the store for later builds.
+        "items_held": stats.get("duplicates", 0) + stats.get("dependent", 0) + stats.get("balance_held", 0),
+        "items_not_needed": max(0, len(accepted) - pkg.counts["items"]),
         "artifacts_repaired": len(replaced),
         "items_near_duplicates": stats.get("duplicates", 0),
         "items_dependent": stats.get("dependent", 0),

@@ -75,8 +75,9 @@ def _print_summary(s: dict[str, Any]) -> None:
     console = Console(stderr=False)
     t = Table(title=f"forge build {s['build_id']}", show_header=False)
     for key in ("skills_executed", "skills_failed", "artifacts_created", "artifacts_reused", "items_candidates",
-                "items_accepted", "items_rejected", "items_released", "seconds"):
-        t.add_row(key.replace("_", " "), str(s[key]))
+                "items_rejected", "items_held", "items_accepted", "items_released", "items_not_needed", "seconds"):
+        label = {"items_held": "items held by gates", "items_not_needed": "items accepted, not needed"}.get(key)
+        t.add_row(label or key.replace("_", " "), str(s[key]))
     console.print(t)
     g = Table(title="gates", show_header=True)
     for col in ("gate", "pass", "fail"):

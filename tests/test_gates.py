@@ -85,6 +85,11 @@ def test_gate_decisions_recorded_per_item(built):
     counts = dict(rows)
     assert counts["B1"] == built["summary"]["items_candidates"]
     assert counts["C1"] == built["summary"]["items_accepted"]
+    # The counters add up: every candidate ends rejected, held or accepted, and what is released
+    # comes from the accepted ones.
+    s = built["summary"]
+    assert s["items_candidates"] == s["items_rejected"] + s["items_held"] + s["items_accepted"], s
+    assert s["items_released"] + s["items_not_needed"] == s["items_accepted"]
     assert counts["A"] >= 4
 
 
