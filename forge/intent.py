@@ -257,7 +257,30 @@ def load_intent(path: str | Path) -> LoadedIntent:
         intent = Intent.model_validate(raw)
     except ValidationError as exc:
         raise IntentError(_format_validation(p, exc, lines)) from None
-    return LoadedIntent(intent=intent, path=p.resolve(), raw=raw)
+    loaded = LoadedIntent(intent=intent, path=p.resolve(), raw=raw)
+    missing = _missing_folders(loaded, lines)
+    if missing:
+        raise IntentError(f"{p}: invalid intent ({len(missing)} error{'s' if len(missing) > 1 else ''})\n"
+                          + "\n".join(missing))
+    return loaded
+
+
+def _missing_folders(loaded: LoadedIntent, lines: dict[tuple[Any, ...], int]) -> list[str]:
+    """Folders the intent names (data roots, template and contract folders) that do not exist,
+    checked before anything runs. A relative path is read from the intent's own folder, which
+    is what breaks when an intent is copied away from its data."""
+    named: list[tuple[tuple[Any, ...], str]] = [(("sources", i, "root"), s.root) for i, s in enumerate(loaded.intent.sources)
+                                               if getattr(s, "root", None)]
+    named += [(("templates_dirs", i), d) for i, d in enumerate(loaded.intent.templates_dirs)]
+    named += [(("contracts", i), d) for i, d in enumerate(loaded.intent.contracts)]
+    out = []
+    for loc, given in named:
+        folder = loaded.resolve(given)
+        if not folder.is_dir():
+            where = "" if Path(given).is_absolute() else f" (a relative path is read from the intent's folder, {loaded.path.parent})"
+            field = ".".join(str(x) for x in loc)
+            out.append(f"  {loaded.path}:{_nearest_line(loc, lines)}: {field}: folder {folder} not found{where}")
+    return out
 
 
 def intent_json_schema() -> dict[str, Any]:

@@ -186,8 +186,10 @@ def test_stereo_side_from_file_names(tmp_path):
 def test_missing_folder_is_a_clear_error(tmp_path):
     intent = _intent(tmp_path, "nofolder", {"kind": "image_folder", "adapter": "dota", "root": "no/such/folder"},
                      {"items": 5, "capabilities": ["counting"], "question_types": ["numeric"]})
-    with pytest.raises(ForgeError, match="image folder not found"):
+    # Found at validation, before anything runs (an IntentError: exit 2).
+    with pytest.raises(ForgeError, match=r"sources\.0\.root: folder .*no/such/folder not found"):
         run_build(intent, tmp_path / "store", tmp_path / "out")
+    assert not (tmp_path / "store").exists()
 
 
 def test_a_changed_folder_is_planned_again(tmp_path):

@@ -126,3 +126,16 @@ def test_intent_schema_command(tmp_path):
     assert schema["title"] == "forge intent"
     assert "oe" in schema["properties"] and "sources" in schema["properties"]
     assert schema["additionalProperties"] is False
+
+
+def test_copied_intent_names_its_missing_data_folder(tmp_path):
+    """An example copied away from its data: exit 2 before anything runs, naming the field, the
+    folder it looked for and where relative paths are read from."""
+    example = GOOD.parent / "uav_aerial.yaml"
+    copy = tmp_path / "uav_aerial.yaml"
+    copy.write_text(example.read_text())
+    out = forge("build", str(copy), "--store", str(tmp_path / "s"), "--out", str(tmp_path / "o"))
+    assert out.returncode == 2, out.stderr
+    assert "sources.0.root: folder" in out.stderr and "not found" in out.stderr
+    assert f"read from the intent's folder, {tmp_path}" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "s").exists()  # nothing ran
