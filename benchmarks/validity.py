@@ -45,8 +45,7 @@ def current_templates() -> dict[str, dict[str, Any]]:
 def measure(store_dir: Path, package: Path) -> dict[str, Any]:
     store = Store(store_dir, read_only=True)
     ids = [json.loads(line)["id"] for line in open(package / "items.jsonl")]
-    content = {aid: json.loads(c) for aid, c in store._ids_query(
-        "SELECT id, content FROM artifacts WHERE id IN (SELECT id FROM _ids)", ids)}
+    content = {aid: json.loads(c) for aid, c in store.artifact_column(ids, "content").items()}
     cache: dict[str, Any] = {}
 
     def load(aid: str) -> dict[str, Any]:

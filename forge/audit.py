@@ -57,8 +57,7 @@ def repair_history(store: Store, ids: list[str]) -> list[dict[str, Any]]:
     if not edges:
         return []
     arts = store.artifacts([x for e in edges for x in e])
-    meta = dict(store._ids_query("SELECT id, metadata FROM artifacts WHERE id IN (SELECT id FROM _ids)",
-                                 [c for _, c in edges]))
+    meta = store.artifact_column([c for _, c in edges], "metadata")
     records = store.execute("SELECT new, rebuilt, round, status FROM repairs").fetchall()
     out = []
     for prior, new in edges:

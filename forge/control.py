@@ -393,11 +393,7 @@ class StageRunner:
         disabled = {t for t, ok in self.grey.items() if not ok}
         todo = [aid for aid, _, template in rows if aid not in handled and template not in disabled]
         failures: dict[str, tuple[str, str]] = {}
-        first = self.store._ids_query(
-            "SELECT artifact_id, requirement_id, diagnostics FROM verifications WHERE artifact_id IN (SELECT id FROM _ids) "
-            "AND NOT passed AND severity = 'blocking' ORDER BY artifact_id, verification = 'model-assisted', requirement_id",
-            todo)
-        for aid, req, diag in first:
+        for aid, req, diag in self.store.blocking_failures(todo):
             failures.setdefault(aid, (req, diag or ""))
         for template, report in self.blind_reports.items():
             if report.get("flagged"):
@@ -472,10 +468,8 @@ class StageRunner:
         out: dict[str, list[str]] = {}
         if not ids:
             return out
-        rows = self.store._ids_query(
-            "SELECT artifact_id, requirement_id FROM verifications WHERE artifact_id IN (SELECT id FROM _ids) "
-            "AND NOT passed AND severity = 'blocking' ORDER BY requirement_id", ids)
-        for aid, req in rows:
+        # Per artifact in requirement order (blocking_failures orders deterministic checks first).
+        for aid, req, _ in sorted(self.store.blocking_failures(ids), key=lambda r: (r[0], r[1])):
             out.setdefault(aid, []).append(req)
         return out
 

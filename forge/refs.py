@@ -44,5 +44,4 @@ def forced_scope(store: Store, roots: list[str]) -> tuple[set[str], set[str]]:
     consumer that happened to emit nothing last time runs again too.
     """
     ids = set(roots) | store.descendants(roots)
-    rows = store._ids_query("SELECT DISTINCT run_key FROM artifacts WHERE id IN (SELECT id FROM _ids)", ids)
-    return {r[0] for r in rows}, ids
+    return set(store.artifact_column(ids, "run_key").values()), ids

@@ -129,7 +129,7 @@ class RepairLoop:
             return []
         arts = self.store.artifacts(todo)
         runs = self.store.runs_for_artifacts(todo)
-        meta = dict(self.store._ids_query("SELECT id, metadata FROM artifacts WHERE id IN (SELECT id FROM _ids)", todo))
+        meta = self.store.artifact_column(todo, "metadata")
         out = []
         for aid, (req, detail) in sorted(todo.items()):
             art = arts[aid]
@@ -241,7 +241,7 @@ class RepairLoop:
     def _replacements(self, ids: list[str]) -> list[str]:
         """New versions that replace a failed artifact (a re-executed producer also re-emits
         outputs that never failed; those are not repairs and are not rebuilt below)."""
-        rows = self.store._ids_query("SELECT id, metadata FROM artifacts WHERE id IN (SELECT id FROM _ids)", ids)
+        rows = list(self.store.artifact_column(ids, "metadata").items())
         keep = {aid for aid, meta in rows if json.loads(meta or "{}").get("repair", {}).get("prior")}
         return [a for a in ids if a in keep]
 
@@ -258,7 +258,7 @@ class RepairLoop:
         """
         ids = [d.artifact for d in members]
         runs = self.store.runs_for_artifacts(ids)
-        keys = dict(self.store._ids_query("SELECT id, output_key FROM artifacts WHERE id IN (SELECT id FROM _ids)", ids))
+        keys = self.store.artifact_column(ids, "output_key")
         per_run: dict[str, list[Diagnosis]] = {}
         for d in members:
             per_run.setdefault(runs[d.artifact]["run_key"], []).append(d)

@@ -84,15 +84,14 @@ def stale_report(store: Store) -> dict[str, Any]:
         if c:
             for o in info[key]["outputs"]:
                 artifacts.append({"id": o, "skill": info[key]["skill"], "cause": c[0], "root": c[1]})
-    types = dict(store._ids_query("SELECT id, type FROM artifacts WHERE id IN (SELECT id FROM _ids)",
-                                  [a["id"] for a in artifacts])) if artifacts else {}
+    types = store.artifact_column([a["id"] for a in artifacts], "type") if artifacts else {}
     for a in artifacts:
         a["type"] = types.get(a["id"], "?")
     stale_ids = {a["id"] for a in artifacts}
     if contracts is not None:
         produced = list(producer)
-        rows = store._ids_query("SELECT id, type, contract_version FROM artifacts WHERE id IN (SELECT id FROM _ids)", produced)
-        for aid, type_name, cver in rows:
+        rows = store.artifact_columns(produced, "type", "contract_version")
+        for aid, (type_name, cver) in rows.items():
             if aid not in stale_ids and cver != contracts.version(type_name):
                 artifacts.append({"id": aid, "skill": info[producer[aid]]["skill"], "type": type_name,
                                   "cause": "contract", "root": f"contract for {type_name} changed (re-verify only)"})

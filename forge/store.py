@@ -277,6 +277,29 @@ class Store(BlobStore):
         finally:
             self.con.unregister("_ids")
 
+    ARTIFACT_COLUMNS = ("type", "run_key", "skill", "output_key", "content", "metadata", "status",
+                        "contract_version", "created_at")
+
+    def artifact_columns(self, ids: Iterable[str], *names: str) -> dict[str, tuple]:
+        """Chosen columns of the ``artifacts`` rows with these ids (``id -> (values...)``)."""
+        bad = [n for n in names if n not in self.ARTIFACT_COLUMNS]
+        if bad or not names:
+            raise StoreError(f"artifact columns are {list(self.ARTIFACT_COLUMNS)}, not {bad or 'none'}")
+        rows = self._ids_query(f"SELECT id, {', '.join(names)} FROM artifacts WHERE id IN (SELECT id FROM _ids)", ids)
+        return {r[0]: tuple(r[1:]) for r in rows}
+
+    def artifact_column(self, ids: Iterable[str], name: str) -> dict[str, Any]:
+        """One column of the ``artifacts`` rows with these ids (``id -> value``)."""
+        return {aid: values[0] for aid, values in self.artifact_columns(ids, name).items()}
+
+    def blocking_failures(self, ids: Iterable[str]) -> list[tuple[str, str, str | None]]:
+        """(artifact id, requirement id, diagnostics) of every failed blocking requirement of these
+        artifacts, deterministic checks before model-assisted ones, then by requirement."""
+        return self._ids_query(
+            "SELECT artifact_id, requirement_id, diagnostics FROM verifications WHERE artifact_id IN (SELECT id FROM _ids) "
+            "AND NOT passed AND severity = 'blocking' ORDER BY artifact_id, verification = 'model-assisted', requirement_id",
+            ids)
+
     def runs_by_key(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         rows = self._ids_query(
             "SELECT run_key, skill, status, outputs, code_version, fault_tag FROM skill_runs "

@@ -247,8 +247,7 @@ def reverify_package(store: Store, package: Path, progress: Callable[[int, int],
     ``progress(done, total)`` is called every hundred items and at the end."""
     rows = [json.loads(line) for line in open(package / "items.jsonl")]
     keys = {json.loads(line)["id"]: json.loads(line) for line in open(package / "answers.jsonl")}
-    contents = {aid: json.loads(c) for aid, c in store._ids_query(
-        "SELECT id, content FROM artifacts WHERE id IN (SELECT id FROM _ids)", [r["id"] for r in rows])}
+    contents = {aid: json.loads(c) for aid, c in store.artifact_column([r["id"] for r in rows], "content").items()}
     cache: dict[str, Any] = {}
 
     def load(aid: str) -> dict[str, Any]:

@@ -151,8 +151,8 @@ def test_systematic_wrong_answers_escalate_to_one_reexecution(faulted, built):
     from forge.store import Store
 
     with Store(built["store"], read_only=True) as ref:
-        clean_contents = {r[0] for r in ref._ids_query("SELECT content FROM artifacts WHERE id IN (SELECT id FROM _ids)", clean)}
-    new_contents = {r[0] for r in fb.store._ids_query("SELECT content FROM artifacts WHERE id IN (SELECT id FROM _ids)", new)}
+        clean_contents = set(ref.artifact_column(clean, "content").values())
+    new_contents = set(fb.store.artifact_column(new, "content").values())
     assert new_contents == clean_contents
     types = dict(fb.store.execute("SELECT id, type FROM artifacts").fetchall())
     items = {a for a in reps[0]["rebuilt"] if types[a] == "OEItem"}
