@@ -191,9 +191,9 @@ question_overlap = _heuristic(lambda it, i: len(_words(it.options[i]) & _words(i
 @lru_cache(maxsize=1)
 def _appearance_words() -> frozenset[str]:
     """Colour words: a name's colour tells which object is meant, its category what kind it is."""
-    from forge_skills.appearance import NAMES
+    from forge.registry import lookup
 
-    return frozenset(NAMES)
+    return frozenset(lookup("vocabulary", "colours"))
 
 
 def abstract(text: str) -> str:
@@ -423,8 +423,9 @@ def expected_score(score_item: Callable, key: dict, response: Response) -> float
 
 def blind_report(items: list[tuple[str, OEItem]]) -> dict:
     """Accuracy of every blind solver on these items, against chance."""
-    from forge_skills.oe_scorer import score_item
+    from forge.registry import lookup
 
+    score_item = lookup("scorer", "oe")
     n = len(items)
     numeric = _numeric_chance(items, score_item)
     base = sum(chance(it, numeric) for _, it in items) / n if n else 0.0

@@ -292,8 +292,10 @@ def reverify(package: str, store: str | None, intent: str | None, as_json: bool)
     of the evidence and construction code; exit 1 when any item is invalid."""
     def run() -> None:
         from forge.packaging import verify_package
+        from forge.registry import lookup
         from forge.store import DB_NAME, Store
-        from forge_skills.reverify import reverify_package
+
+        reverify_package = lookup("reverifier", "oe")
 
         target = Path(package)
         if not (target / "manifest.json").exists():

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from forge.keys import bytes_digest, digest, file_digest
 
-# Top-level packages whose modules count as project code for code versions.
-PROJECT_PACKAGES: set[str] = {"forge_skills", "forge_resources"}
+# Top-level packages whose modules count as project code for code versions: every plugin's
+# (registered as plugins load) and the packages they name.
+PROJECT_PACKAGES: set[str] = set()
 
 
 def register_project_package(name: str) -> None:

@@ -18,7 +18,6 @@ deterministic or execution requirement.
 
 from __future__ import annotations
 
-import importlib.resources
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,9 +118,10 @@ class ContractBook:
 
     @classmethod
     def load(cls, extra_dirs: list[Path] | None = None) -> "ContractBook":
-        import forge_skills.checks  # noqa: F401  (registers the built-in checks)
+        from forge.registry import entries
 
-        files = sorted(Path(str(importlib.resources.files("forge_contracts"))).glob("*.yaml"))
+        # Plugins register their checks on import and their contract folders by name.
+        files = [f for d in entries("contract_dir").values() for f in sorted(Path(d).glob("*.yaml"))]
         for d in extra_dirs or []:
             if not d.is_dir():
                 raise DefinitionError(f"{d}: contract folder not found")

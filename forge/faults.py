@@ -45,7 +45,9 @@ class FaultContext:
 
 class FaultPlan:
     def __init__(self, faults: list[Fault]) -> None:
-        import forge_skills.fault_mutators  # noqa: F401  (registers the built-in mutators)
+        from forge.registry import load_plugins
+
+        load_plugins()  # plugins register their mutators on import
 
         unknown = [f.kind for f in faults if f.kind not in MUTATORS]
         if unknown:

@@ -306,10 +306,13 @@ class StoreMemo(dict):
 @lru_cache(maxsize=1)
 def blind_code_version() -> str:
     """The solvers' and scorer's source: a report computed by other code is not reused."""
-    import forge.blind
-    import forge_skills.oe_scorer
+    import inspect
 
-    return digest(Path(forge.blind.__file__).read_text(), Path(forge_skills.oe_scorer.__file__).read_text())
+    import forge.blind
+    from forge.registry import lookup
+
+    scorer = inspect.getsourcefile(lookup("scorer", "oe"))
+    return digest(Path(forge.blind.__file__).read_text(), Path(scorer).read_text() if scorer else "")
 
 
 # Question types whose answer is one displayed option: their answer texts can be balanced.

@@ -129,7 +129,9 @@ def folder_listing(roots: list[Path]) -> str:
 
 def template_fanout(loaded: LoadedIntent) -> list[dict[str, Any]]:
     """One parameter set per template file of the source's family plus the user's folders."""
-    from forge_skills.template_library import template_refs
+    from forge.registry import lookup
+
+    template_refs = lookup("template_library", "builtin")
 
     families = descriptor(loaded.intent.sources[0].kind).templates
     extra = [loaded.resolve(d) for d in loaded.intent.templates_dirs]

@@ -3,7 +3,6 @@ collect and structure them. Sources are added as resources, never as engine spec
 
 from __future__ import annotations
 
-import importlib.resources
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -42,9 +41,10 @@ class ResourceDescriptor(BaseModel):
 
 @lru_cache(maxsize=1)
 def descriptors() -> dict[str, ResourceDescriptor]:
-    root = Path(str(importlib.resources.files("forge_resources")))
+    from forge.registry import entries
+
     out: dict[str, ResourceDescriptor] = {}
-    for path in sorted(root.glob("*.yaml")):
+    for path in sorted(p for root in entries("resource_dir").values() for p in Path(root).glob("*.yaml")):
         raw = yaml.safe_load(path.read_text())
         if not isinstance(raw, dict) or "kind" not in raw or "workflow" not in raw:
             continue  # data files such as object catalogues live beside descriptors

@@ -9,18 +9,16 @@ A skill is a plain function with a small decorator::
 Its signature declares its artifact types: a parameter annotated ``T`` is called once per
 artifact of type ``T`` (several such parameters form their cross product); one annotated
 ``list[T]`` receives all artifacts of type ``T`` at once. The return annotation ``list[T]``
-names the output type. Skills are discovered from the built-in ``forge_skills`` package and
-from the ``forge.skills`` entry-point group.
+names the output type. Skills are discovered from the plugins of the ``forge.skills``
+entry-point group (the built-in skills are one of them).
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import inspect
 import typing
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -177,7 +175,6 @@ class SkillRegistry:
 
 
 REGISTRY = SkillRegistry()
-_DISCOVERED = False
 
 
 def skill(
@@ -243,16 +240,9 @@ def _signature_types(name: str, fn: Callable[..., Any]) -> tuple[tuple[InputSpec
 
 
 def discover(registry: SkillRegistry | None = None) -> SkillRegistry:
-    """Import the built-in skills and every ``forge.skills`` entry point (once)."""
-    global _DISCOVERED
-    if not _DISCOVERED:
-        importlib.import_module("forge_skills")
-        for ep in entry_points(group="forge.skills"):
-            if ep.value.split(":")[0] == "forge_skills":
-                continue
-            try:
-                ep.load()
-            except Exception as exc:
-                raise DefinitionError(f"skill plugin {ep.name!r} ({ep.value}) failed to load: {exc}") from None
-        _DISCOVERED = True
+    """Load every plugin of the ``forge.skills`` entry-point group (the built-in skills are one),
+    once; their skills register as they are imported."""
+    from forge.registry import load_plugins
+
+    load_plugins()
     return registry or REGISTRY

@@ -18,7 +18,8 @@ from __future__ import annotations
 import string
 from typing import Any
 
-from forge_skills.answer_rules import FactTable, rule_for
+from forge.artifact_types import EvidenceRecord
+from forge_skills.answer_rules import Derivation, FactTable, rule_for
 from forge_skills.appearance import MIN_NAMED_PIXELS
 
 NAMED_OPTION_KINDS = ("objects", "matching")
@@ -166,3 +167,14 @@ def question_kinds(ft: FactTable, tpl: dict[str, Any], slots: dict[str, Any]) ->
         elif kind == "category":
             kinds += slot_names(slots.get(slot))
     return sorted(kinds)
+
+
+def derive(evidence: EvidenceRecord, view: int | None, slots: dict[str, Any], template: dict[str, Any]) -> Derivation:
+    """The answer the evidence implies for these slots, or None with the reason: the rule's own
+    admission first, then what every template shares (named referents, declared visibility)."""
+    ft = FactTable(evidence)
+    answer, why = rule_for(template).derive(ft, view, slots, template)
+    if answer is None:
+        return answer, why
+    problem = admission_problem(ft, template, view, slots)
+    return (None, {"reason": problem}) if problem else (answer, why)

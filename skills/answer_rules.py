@@ -526,14 +526,3 @@ def rule_for(template: dict[str, Any]) -> Rule:
     return RULES[name]
 
 
-def derive(evidence: EvidenceRecord, view: int | None, slots: dict[str, Any], template: dict[str, Any]) -> Derivation:
-    """The answer the evidence implies for these slots, or None with the reason: the rule's own
-    admission first, then what every template shares (named referents, declared visibility)."""
-    from forge_skills.admission import admission_problem
-
-    ft = FactTable(evidence)
-    answer, why = rule_for(template).derive(ft, view, slots, template)
-    if answer is None:
-        return answer, why
-    problem = admission_problem(ft, template, view, slots)
-    return (None, {"reason": problem}) if problem else (answer, why)

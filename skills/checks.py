@@ -16,7 +16,8 @@ from forge.contracts import CheckContext, Outcome, check
 from forge.vocabulary import CAPABILITIES, QUESTION_TYPES
 from forge_skills import oe_scorer
 from forge_skills.admission import SINGULAR, SPECIAL_KEYS, WHERE
-from forge_skills.answer_rules import RULES, derive
+from forge_skills.admission import derive
+from forge_skills.answer_rules import RULES
 from forge_skills.appearance import MIN_NAMED_PIXELS, NAMES as COLOUR_NAMES
 from forge_skills.rules_scene import plural
 

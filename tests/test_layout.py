@@ -1,9 +1,13 @@
-"""The store's private methods stay private: every other module goes through its public query API."""
+"""Architecture kept by tests: the engine (``forge/``) imports no plugin (the built-in skills,
+resources, contracts and templates are plugins like any other), modules import each other
+without cycles, and the store's private methods stay private."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[1]
 PRIVATE = {"_ids_query"}
@@ -19,3 +23,42 @@ def test_no_module_outside_the_store_calls_its_private_queries():
                 if isinstance(node, ast.Attribute) and node.attr in PRIVATE:
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not offenders, offenders
+
+
+PACKAGES = {"forge": "forge", "forge_skills": "skills", "forge_resources": "resources"}
+PLUGINS = {"forge_skills", "forge_resources", "forge_contracts", "forge_templates"}
+
+
+def _module_graph() -> nx.DiGraph:
+    """Module -> modules it imports (at the top or inside functions), for the project's packages."""
+    modules = {}
+    for package, folder in PACKAGES.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+            modules[".".join([package] + (parts[:-1] if parts[-1] == "__init__" else parts))] = path
+    graph = nx.DiGraph()
+    for name, path in modules.items():
+        graph.add_node(name)
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                # "from package import module" imports the module, not only the package
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                           for a in node.names]
+            for t in targets:
+                if t.split(".")[0] in PLUGINS | {"forge"} and t != name:
+                    graph.add_edge(name, t)
+    return graph
+
+
+def test_the_engine_imports_no_plugin():
+    graph = _module_graph()
+    bad = sorted((a, b) for a, b in graph.edges if a.split(".")[0] == "forge" and b.split(".")[0] in PLUGINS)
+    assert not bad, bad
+
+
+def test_no_import_cycles():
+    cycles = list(nx.simple_cycles(_module_graph()))
+    assert not cycles, cycles[:5]

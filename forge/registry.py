@@ -1,0 +1,85 @@
+"""One registry for what plugins provide, named ``kind:name``.
+
+Plugins are the modules of the ``forge.skills`` entry-point group (the built-in skills are one
+of them). Importing a plugin registers its skills (``@skill``), contract checks (``@check``),
+fault mutators and answer rules, and, through :func:`register`, everything else the engine
+looks up by kind: the item scorer and its vocabularies, template libraries, re-verifiers,
+contract and resource folders. The engine names no plugin: it asks the registry.
+"""
+
+from __future__ import annotations
+
+import inspect
+from importlib.metadata import entry_points
+from typing import Any
+
+from forge.errors import DefinitionError
+
+PLUGIN_GROUP = "forge.skills"
+
+_ENTRIES: dict[tuple[str, str], tuple[Any, str]] = {}
+_LOADED = False
+
+
+def register(kind: str, name: str, obj: Any, origin: str | None = None) -> Any:
+    """Register ``obj`` as ``kind:name``. Registering the same object twice is harmless; another
+    object under a taken name is an error naming both origins."""
+    origin = origin or _caller_module()
+    key = (kind, name)
+    if key in _ENTRIES and _ENTRIES[key][0] is not obj:
+        raise DefinitionError(f"{kind}:{name} is registered twice: by {_ENTRIES[key][1]} and by {origin}")
+    _ENTRIES[key] = (obj, origin)
+    return obj
+
+
+def lookup(kind: str, name: str) -> Any:
+    """The object registered as ``kind:name`` (plugins are loaded first)."""
+    load_plugins()
+    try:
+        return _ENTRIES[(kind, name)][0]
+    except KeyError:
+        known = names(kind)
+        raise DefinitionError(f"nothing is registered as {kind}:{name}; "
+                              f"{kind} entries: {known or 'none (is a plugin missing?)'}") from None
+
+
+def entries(kind: str) -> dict[str, Any]:
+    """Every object registered under ``kind``, by name."""
+    load_plugins()
+    return {n: obj for (k, n), (obj, _) in sorted(_ENTRIES.items()) if k == kind}
+
+
+def names(kind: str) -> list[str]:
+    return sorted(n for (k, n) in _ENTRIES if k == kind)
+
+
+def origin_of(kind: str, name: str) -> str:
+    load_plugins()
+    return _ENTRIES[(kind, name)][1]
+
+
+def load_plugins() -> None:
+    """Import every module of the plugin entry-point group, once per process."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True  # set first: a plugin that looks something up while loading must not recurse
+    from forge.codeversion import register_project_package
+
+    for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: (e.name != "builtin", e.name)):
+        register_project_package(ep.value.split(":")[0])  # before it loads: versions may be read while it does
+        try:
+            ep.load()
+        except DefinitionError:
+            raise
+        except Exception as exc:
+            raise DefinitionError(f"plugin {ep.name!r} ({ep.value}) failed to load: {exc}") from None
+
+
+def _caller_module() -> str:
+    frame = inspect.currentframe()
+    try:
+        outer = frame.f_back.f_back if frame and frame.f_back else None
+        return outer.f_globals.get("__name__", "?") if outer else "?"
+    finally:
+        del frame
