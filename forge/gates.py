@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from forge.artifact_types import OEItem
 from forge.blind import blind_report
@@ -96,17 +96,8 @@ def keepable(bindings: dict[str, BindingSummary], min_items: int = 8) -> dict[st
             out[template] = _take_turns([answers[a] for a in sorted(answers, key=digest)])
             continue
         cls = {bid: a for a, members in answers.items() for bid in members}
-        # Kinds as the balance gate groups them: a kind on its own once it has a few items per
-        # answer class, smaller kinds together.
-        kinds: dict[str, list[str]] = {}
-        for bid in ids:
-            kinds.setdefault(bindings[bid].kinds, []).append(bid)
-        own = max(MIN_KIND_GROUP, KIND_ITEMS_PER_CLASS * len(answers))
-        groups = [m for _, m in sorted(kinds.items()) if len(m) >= own]
-        pooled = sorted(b for m in kinds.values() if len(m) < own for b in m)
-        groups += [pooled] if pooled else []
         lists = []
-        for members in groups:
+        for _, members in kind_groups(ids, lambda b: bindings[b].kinds, len(answers)):
             by_answer: dict[str, list[str]] = {}
             for bid in members:
                 by_answer.setdefault(cls[bid], []).append(bid)
@@ -114,6 +105,19 @@ def keepable(bindings: dict[str, BindingSummary], min_items: int = 8) -> dict[st
             lists.append(_take_turns([by_answer[a][:cap] for a in sorted(by_answer, key=digest)]))
         out[template] = _merge_balanced(lists, cls)
     return out
+
+
+def kind_groups(ids: list[str], kind_of: Callable[[str], Any], classes: int) -> list[tuple[Any, list[str]]]:
+    """How the balance gate groups a template's items (and allocation its bindings): a kind of
+    object is balanced on its own once it has enough to show a prior (a few per answer class),
+    smaller kinds together, under the kind None."""
+    kinds: dict[Any, list[str]] = {}
+    for i in ids:
+        kinds.setdefault(kind_of(i), []).append(i)
+    own = max(MIN_KIND_GROUP, KIND_ITEMS_PER_CLASS * classes)
+    groups: list[tuple[Any, list[str]]] = [(k, m) for k, m in sorted(kinds.items()) if len(m) >= own]
+    pooled = sorted(i for m in kinds.values() if len(m) < own for i in m)
+    return groups + ([(None, pooled)] if pooled else [])
 
 
 def _merge_balanced(lists: list[list[str]], answer_of: dict[str, str]) -> list[str]:
@@ -367,21 +371,9 @@ def balance_answers(log: GateLog, items: dict[str, OEItem], slack: float, min_it
         first = items[ids[0]]
         bins = tolerance_bins([items[i].answer_value for i in ids if items[i].answer_value is not None],
                               first.scoring) if first.question_type == "numeric" else None
-        kinds: dict[tuple, list[str]] = {}
-        for iid in ids:
-            kinds.setdefault(tuple(items[iid].kinds), []).append(iid)
-        # A kind is balanced on its own once it has enough items to show a prior (a few per
-        # answer class); smaller kinds are balanced together.
         classes = (len(bins) + 1) if bins is not None else max(len(items[i].options) for i in ids)
-        own = max(MIN_KIND_GROUP, KIND_ITEMS_PER_CLASS * classes)
-        pooled: list[str] = []
-        groups = []
-        for kind, members in sorted(kinds.items()):
-            (groups.append((kind, members)) if len(members) >= own else pooled.extend(members))
-        if pooled:
-            groups.append((("(few)",), sorted(pooled)))
-        for kind, members in groups:
-            kept += _balance_group(log, template, kind, {i: items[i] for i in members}, bins, slack)
+        for kind, members in kind_groups(ids, lambda i: tuple(items[i].kinds), classes):
+            kept += _balance_group(log, template, kind or ("(few)",), {i: items[i] for i in members}, bins, slack)
     return sorted(kept)
 
 

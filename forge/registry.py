@@ -53,11 +53,6 @@ def names(kind: str) -> list[str]:
     return sorted(n for (k, n) in _ENTRIES if k == kind)
 
 
-def origin_of(kind: str, name: str) -> str:
-    load_plugins()
-    return _ENTRIES[(kind, name)][1]
-
-
 def load_plugins() -> None:
     """Import every module of the plugin entry-point group, once per process."""
     global _LOADED
