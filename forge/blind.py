@@ -23,12 +23,11 @@ from functools import lru_cache
 from typing import Callable, Union
 
 from forge.artifact_types import OEItem
+from forge.vocabulary import answer_form
 
 Response = Union[str, list[str], None]  # a list: equally preferred responses, scored by their mean
 Solver = Callable[[list[tuple[str, OEItem]]], dict[str, Response]]
 LETTERS = string.ascii_uppercase
-SINGLE = {"single_choice", "yes_no", "marked_object_choice", "multi_view_choice", "interval_choice", "temporal_choice",
-          "grounding_choice"}
 MAX_TIED_ORDERS = 120
 BOW_MIN_MARGIN = 1.5  # log-odds a bag-of-words preference must clear to count as one
 BOW_MIN_COUNT = 3  # features seen fewer times than this in training carry no weight
@@ -43,8 +42,12 @@ def _fold(item_id: str) -> int:
     return int(item_id[:8], 16) % 2
 
 
+def _form(it: OEItem) -> str:
+    return answer_form(it.question_type)
+
+
 def _key(it: OEItem) -> dict:
-    return {"scoring": it.scoring, "options": it.options, "answer_index": it.answer_index,
+    return {"scoring": it.scoring, "options": it.options, "answer": it.answer, "answer_index": it.answer_index,
             "answer_indices": it.answer_indices, "answer_value": it.answer_value, "targets": it.targets}
 
 
@@ -71,16 +74,17 @@ def _top(scored: dict, eps: float = 1e-12) -> list:
 
 def _as_response(it: OEItem, answer: str) -> str | None:
     """A remembered answer text, expressed against this item's options."""
-    if it.question_type == "numeric":
+    form = _form(it)
+    if form in ("number", "value"):
         return answer
     values = it.values()
-    if it.question_type == "matching":
+    if form == "matching":
         pairs = dict(p.split(" -> ") for p in answer.split("; "))
         if set(pairs) != set(values) or not all(t in it.targets for t in pairs.values()):
             return None
         return ", ".join(f"{LETTERS[i]}={it.targets.index(pairs[v]) + 1}" for i, v in enumerate(values))
-    if it.question_type in ("ordered_list", "multiple_choice"):
-        sep = " > " if it.question_type == "ordered_list" else ", "
+    if form in ("order", "options"):
+        sep = " > " if form == "order" else ", "
         parts = answer.split(sep)
         return ", ".join(LETTERS[values.index(p)] for p in parts) if all(p in values for p in parts) else None
     return LETTERS[values.index(answer)] if answer in values else None
@@ -90,16 +94,16 @@ def _option_response(it: OEItem, scores: list[float]) -> Response:
     """What a solver that scores each option gives: the best option(s) for one-answer types,
     the options scoring above one half for multiple choice, the options by score for ordered
     lists. Ties become a list of responses."""
-    qt = it.question_type
-    if qt in ("numeric", "matching") or not scores:
+    form = _form(it)
+    if form not in ("option", "options", "order") or not scores:
         return None
-    if qt == "multiple_choice":
+    if form == "options":
         picked = [i for i, s in enumerate(scores) if s > 0.5]
         if picked:
             return ", ".join(LETTERS[i] for i in picked)
         best = _top(dict(enumerate(scores)))
         return [LETTERS[i] for i in best]
-    if qt == "ordered_list":
+    if form == "order":
         groups = [list(g) for _, g in itertools.groupby(sorted(range(len(scores)), key=lambda i: -scores[i]),
                                                        key=lambda i: round(scores[i], 12))]
         orders = [list(itertools.chain(*p)) for p in itertools.islice(
@@ -126,7 +130,7 @@ def answer_prior(items):
     """The answer most often correct on the other fold (among those this item offers)."""
     def apply(counts: Counter, it: OEItem) -> Response:
         offered = {a: c for a, c in counts.items() if _as_response(it, a) is not None}
-        if it.question_type in SINGLE and it.options:
+        if _form(it) == "option" and it.options:
             offered.update({v: offered.get(v, 0) for v in it.values() if _as_response(it, v) is not None})
         responses = [_as_response(it, a) for a in _clear_counts(offered)]
         return responses[0] if len(responses) == 1 else (responses or None)
@@ -142,7 +146,7 @@ def position_prior(items):
         idx = pos if isinstance(pos, tuple) else (pos,)
         if pos is None:
             return None
-        if it.question_type == "matching":
+        if _form(it) == "matching":
             ok = len(idx) == len(it.options) and all(j < len(it.targets) for j in idx)
             return ", ".join(f"{LETTERS[i]}={j + 1}" for i, j in enumerate(idx)) if ok else None
         return ", ".join(LETTERS[i] for i in idx) if all(i < len(it.options) for i in idx) else None
@@ -171,7 +175,7 @@ def _heuristic(key: Callable[[OEItem, int], float], stands_out: Callable[[float,
         return _option_response(it, keys)
 
     def solver(items):
-        return {iid: (pick(it) if it.question_type in SINGLE and it.options else None) for iid, it in items}
+        return {iid: (pick(it) if _form(it) == "option" and it.options else None) for iid, it in items}
     return solver
 
 
@@ -214,7 +218,7 @@ def kinds_named(text: str) -> str:
 def _correct_values(it: OEItem) -> list[str]:
     """Option texts that are correct (in order, for ordered lists)."""
     values = it.values()
-    if it.answer_indices is not None and it.question_type in ("multiple_choice", "ordered_list"):
+    if it.answer_indices is not None and _form(it) in ("options", "order"):
         return [values[i] for i in it.answer_indices]
     if it.answer_index is not None:
         return [values[it.answer_index]]
@@ -232,7 +236,7 @@ def _rate_solver(key_of: Callable[[str, str], tuple]):
             for v in values:
                 k = key_of(it.question, v)
                 seen[k] += 1
-                if it.question_type == "ordered_list":
+                if _form(it) == "order":
                     hits[k] += (len(values) - 1 - correct.index(v)) / max(1, len(values) - 1) if v in correct else 0
                 else:
                     hits[k] += v in correct
@@ -243,7 +247,7 @@ def _rate_solver(key_of: Callable[[str, str], tuple]):
         keys = [key_of(it.question, v) for v in it.values()]
         rates = [(hits[k] + 0.5) / (seen[k] + 1.0) for k in keys]
         counts = [seen[k] for k in keys]
-        if it.question_type == "multiple_choice":  # each option on its own: clearly above or below one half
+        if _form(it) == "options":  # each option on its own: clearly above or below one half
             return _option_response(it, [r if n >= MIN_SUPPORT and abs(r - 0.5) / math.sqrt(0.25 / n) >= MIN_Z
                                          else 0.5 for r, n in zip(rates, counts)])
         return _option_response(it, _clear_rates(rates, counts))
@@ -288,7 +292,7 @@ def constant_number(items):
         return _median(values) if values else None
 
     def apply(median: float | None, it: OEItem) -> Response:
-        return None if median is None or it.question_type != "numeric" else f"{median:g}"
+        return None if median is None or _form(it) != "number" else f"{median:g}"
     return _cross_fit(items, learn, apply)
 
 
@@ -304,7 +308,7 @@ def category_number(items):
         return {k: _median(v) for k, v in groups.items()}
 
     def apply(medians: dict[str, float], it: OEItem) -> Response:
-        if it.question_type != "numeric":
+        if _form(it) != "number":
             return None
         value = medians.get(kinds_named(it.question), medians.get(""))
         return None if value is None else f"{value:g}"
@@ -323,7 +327,7 @@ def bag_of_words(items):
         counts: dict[bool, Counter] = {True: Counter(), False: Counter()}
         totals: Counter = Counter()
         for it in train:
-            if it.question_type in ("numeric", "matching"):
+            if _form(it) not in ("option", "options", "order"):
                 continue
             correct = _correct_values(it)
             for v in it.values():
@@ -333,7 +337,7 @@ def bag_of_words(items):
 
     def apply(model, it: OEItem) -> Response:
         counts, totals = model
-        if it.question_type in ("numeric", "matching") or not it.options or not totals[True] or not totals[False]:
+        if _form(it) not in ("option", "options", "order") or not it.options or not totals[True] or not totals[False]:
             return None
 
         def logit(v: str) -> float:
@@ -348,11 +352,11 @@ def bag_of_words(items):
         # Only clear preferences count: logits within the margin of the best are tied with it.
         best = max(raw)
         scores = [1.0 if r >= best - BOW_MIN_MARGIN else 0.0 for r in raw]
-        if it.question_type == "multiple_choice":
+        if _form(it) == "options":
             scores = [0.9 if r > BOW_MIN_MARGIN else (0.1 if r < -BOW_MIN_MARGIN else 0.5) for r in raw]
             if all(s == 0.5 for s in scores):
                 return [LETTERS[i] for i in range(len(raw))]
-        if it.question_type == "ordered_list":
+        if _form(it) == "order":
             scores = [round(r / BOW_MIN_MARGIN) for r in raw]
         return _option_response(it, scores)
     return _cross_fit(items, learn, apply)
@@ -372,31 +376,52 @@ SOLVERS: dict[str, Solver] = {
 }
 
 
+def solvers_for(items: list[tuple[str, OEItem]]) -> dict[str, Solver]:
+    """The generic solvers plus those the items' question types bring."""
+    from forge.vocabulary import question_types
+
+    registered = question_types()
+    out = dict(SOLVERS)
+    for qt_name in sorted({it.question_type for _, it in items}):
+        qt = registered.get(qt_name)
+        for name, solver in (qt.solvers if qt else {}).items():
+            out[f"{qt_name}.{name}"] = solver
+    return out
+
+
 # -- chance and the test -------------------------------------------------------------------------
 
 
-def chance(it: OEItem, numeric_chance: float) -> float:
-    qt, n = it.question_type, len(it.options)
-    if qt == "numeric":
-        return numeric_chance
-    if qt == "multiple_choice":
+def chance(it: OEItem, sampled_chance: float) -> float:
+    """Chance accuracy of one item: a uniform guess over its options, or for numbers and other
+    values how often a guess drawn from the template's own answers scores (``sampled_chance``)."""
+    from forge.vocabulary import question_types
+
+    qt = question_types().get(it.question_type)
+    if qt is not None and qt.chance is not None:
+        return qt.chance(it)
+    form, n = _form(it), len(it.options)
+    if form in ("number", "value"):
+        return sampled_chance
+    if form == "options":
         return 1.0 / (2 ** n - 1)
-    if qt == "ordered_list":
+    if form == "order":
         return 1.0 / math.factorial(n)
-    if qt == "matching":  # distinct targets per option, the best a guesser can do without the media
+    if form == "matching":  # distinct targets per option, the best a guesser can do without the media
         m = len(it.targets)
         return 1.0 / math.prod(range(m - n + 1, m + 1)) if m >= n else 1.0 / max(1, m) ** n
     return 1.0 / n
 
 
-def _numeric_chance(items: list[tuple[str, OEItem]], score_item) -> float:
-    """For numeric items: how often a guess drawn from the template's own answers is within
-    tolerance (guessing from the answer distribution is the reference, not a uniform range)."""
-    numeric = [it for _, it in items if it.question_type == "numeric" and it.answer_value is not None]
-    if not numeric:
+def _sampled_chance(items: list[tuple[str, OEItem]], score_item) -> float:
+    """For numbers and other values: how often a guess drawn from the template's own answers
+    scores (guessing from the answer distribution is the reference, not a uniform range)."""
+    valued = [it for _, it in items if _form(it) in ("number", "value")
+              and (it.answer_value is not None or _form(it) == "value")]
+    if not valued:
         return 0.0
-    sample = numeric[:: max(1, len(numeric) // 150)]
-    hits = sum(score_item(_key(a), b.answer_value) for a in sample for b in sample)
+    sample = valued[:: max(1, len(valued) // 150)]
+    hits = sum(score_item(_key(a), b.answer_value if _form(b) == "number" else b.answer) for a in sample for b in sample)
     return hits / (len(sample) ** 2)
 
 
@@ -427,15 +452,15 @@ def blind_report(items: list[tuple[str, OEItem]]) -> dict:
 
     score_item = lookup("scorer", "oe")
     n = len(items)
-    numeric = _numeric_chance(items, score_item)
-    base = sum(chance(it, numeric) for _, it in items) / n if n else 0.0
+    sampled = _sampled_chance(items, score_item)
+    base = sum(chance(it, sampled) for _, it in items) / n if n else 0.0
     accuracies = {}
-    for name, solver in SOLVERS.items():
+    for name, solver in solvers_for(items).items():
         preds = solver(items)
         accuracies[name] = sum(expected_score(score_item, _key(it), preds.get(iid)) for iid, it in items) / n if n else 0.0
     best = max(accuracies, key=accuracies.get) if accuracies else None
     best_acc = accuracies.get(best, 0.0) if best else 0.0
     # Bonferroni over the solvers: the best of several solvers is tested, not one.
-    p_value = min(1.0, binomial_tail(math.ceil(best_acc * n - 1e-9), n, base) * len(SOLVERS)) if n else 1.0
+    p_value = min(1.0, binomial_tail(math.ceil(best_acc * n - 1e-9), n, base) * len(accuracies)) if n else 1.0
     return {"items": n, "chance": base, "accuracies": accuracies, "best_solver": best,
             "best_accuracy": best_acc, "excess": best_acc - base, "p_value": p_value}

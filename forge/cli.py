@@ -256,19 +256,55 @@ def resources(as_json: bool) -> None:
 
 
 @main.command()
+@click.option("--source", "sources", multiple=True, help="only templates these source kinds serve (repeatable)")
+@click.option("--intent", "intent", type=click.Path(dir_okay=False), default=None,
+              help="the templates an intent's sources and template folders offer")
+@click.option("--json", "as_json", is_flag=True)
+def templates(sources: tuple[str, ...], intent: str | None, as_json: bool) -> None:
+    """Templates with their capability, question type and the source kinds they serve."""
+    def run() -> None:
+        from forge.planner import available_templates
+        from forge.registry import lookup
+        from forge.resources import descriptor, descriptors
+
+        kinds = list(sources) or sorted(descriptors())
+        for kind in kinds:
+            descriptor(kind)  # an unknown kind is a clear error naming the known ones
+        if intent is not None:
+            from forge.intent import load_intent
+
+            loaded = load_intent(intent)
+            rows = available_templates(loaded)
+            kinds = sorted({s.kind for s in loaded.intent.sources})
+        else:
+            families = sorted({f for k in kinds for f in descriptor(k).templates})
+            rows = lookup("template_catalogue", "builtin")(families, [])
+        for r in rows:
+            r["sources"] = [k for k in kinds if r["family"] in descriptor(k).templates] or ["(intent folder)"]
+
+        def render(rs: list[dict[str, Any]]) -> None:
+            for r in rs:
+                click.echo(f"{r['id']:<34} {r['capability']:<22} {r['question_type']:<22} {', '.join(r['sources'])}")
+        _emit(rows, as_json, render)
+    _guard(run)
+
+
+@main.command()
 @click.argument("text", required=False)
 @click.option("--json", "as_json", is_flag=True)
 def capabilities(text: str | None, as_json: bool) -> None:
     """Map free text to capabilities with the catalogue (an intent's `oe.focus`); without TEXT,
     list the capabilities and the phrases that select them."""
     def run() -> None:
-        from forge.capability_catalogue import CATALOGUE, capabilities_from_text
-        from forge.vocabulary import CAPABILITIES
+        from forge.capability_catalogue import capabilities_from_text
+        from forge.vocabulary import capabilities as registered
 
+        caps = registered()
         if text is None:
-            rows = {c: {"description": d, "phrases": list(CATALOGUE.get(c, ()))} for c, d in CAPABILITIES.items()}
+            rows = {c: {"description": cap.description, "phrases": list(cap.phrases)} for c, cap in caps.items()}
         else:
-            rows = {c: {"description": CAPABILITIES[c], "matched": hits} for c, hits in capabilities_from_text(text).items()}
+            rows = {c: {"description": caps[c].description, "matched": hits}
+                    for c, hits in capabilities_from_text(text).items()}
             if not rows:
                 raise UsageError("the text names no capability the catalogue knows")
 

@@ -16,6 +16,7 @@ from forge.artifact_types import OEItem
 from forge.blind import blind_report
 from forge.keys import GateId, digest
 from forge.store import Batch, now
+from forge.vocabulary import answer_form, question_types
 
 GATE_A, GATE_B1, GATE_C1 = GateId("A"), GateId("B1"), GateId("C1")
 GATE_DUP = GateId("DUP")
@@ -148,7 +149,7 @@ def _answer_classes(ids: list[str], bindings: dict[str, BindingSummary]) -> dict
     of the scorer's tolerance, others by the answer shown."""
     first = bindings[ids[0]]
     bins = None
-    if first.question_type == "numeric":
+    if answer_form(first.question_type) == "number":
         values = {bid: _number(bindings[bid].answer) for bid in ids}
         if all(v is not None for v in values.values()):
             bins = tolerance_bins(list(values.values()), json.loads(first.scoring or "{}"))
@@ -319,20 +320,23 @@ def blind_code_version() -> str:
     return digest(Path(forge.blind.__file__).read_text(), Path(scorer).read_text() if scorer else "")
 
 
-# Question types whose answer is one displayed option: their answer texts can be balanced.
-BALANCED_TYPES = {"single_choice", "yes_no", "marked_object_choice", "multi_view_choice", "interval_choice",
-                  "temporal_choice", "grounding_choice"}
 BALANCE_SLACK = 0.025  # the default blind margin halved, as the balance gate applies it
 MIN_KIND_GROUP = 4  # kinds with fewer items than this in a template are balanced together
 KIND_ITEMS_PER_CLASS = 4
 
 
+def _balanced(question_type: str) -> bool:
+    """Whether answers are one displayed option, whose texts the balance gate evens out."""
+    qt = question_types().get(question_type)
+    return bool(qt and qt.balanced)
+
+
 def answer_class(item: OEItem, bins: list[float] | None = None) -> str | None:
     """What balancing counts: the displayed answer, or for numeric items the tolerance-wide bin
     the value falls in (a flat spread of values leaves no typical number to guess)."""
-    if item.question_type in BALANCED_TYPES:
+    if _balanced(item.question_type):
         return item.answer
-    if item.question_type == "numeric" and item.answer_value is not None and bins is not None:
+    if answer_form(item.question_type) == "number" and item.answer_value is not None and bins is not None:
         return f"bin {sum(1 for edge in bins if item.answer_value >= edge)}"
     return None
 
@@ -360,7 +364,7 @@ def balance_answers(log: GateLog, items: dict[str, OEItem], slack: float, min_it
     kept: list[str] = []
     for iid in sorted(items):
         it = items[iid]
-        if it.question_type in BALANCED_TYPES or it.question_type == "numeric":
+        if _balanced(it.question_type) or answer_form(it.question_type) == "number":
             by_template.setdefault(it.template, []).append(iid)
         else:
             kept.append(iid)
@@ -370,7 +374,7 @@ def balance_answers(log: GateLog, items: dict[str, OEItem], slack: float, min_it
             continue
         first = items[ids[0]]
         bins = tolerance_bins([items[i].answer_value for i in ids if items[i].answer_value is not None],
-                              first.scoring) if first.question_type == "numeric" else None
+                              first.scoring) if answer_form(first.question_type) == "number" else None
         classes = (len(bins) + 1) if bins is not None else max(len(items[i].options) for i in ids)
         for kind, members in kind_groups(ids, lambda i: tuple(items[i].kinds), classes):
             kept += _balance_group(log, template, kind or ("(few)",), {i: items[i] for i in members}, bins, slack)
@@ -386,7 +390,7 @@ def _balance_group(log: GateLog, template: str, kind: tuple, items: dict[str, OE
     n_classes = (len(bins) + 1) if bins is not None else max(len(it.options) for it in items.values())
     limit = 1.0 / max(1, n_classes) + slack
     cap = balance_cap([len(v) for v in classes.values()], limit)
-    if first.question_type == "numeric" and len(classes) == 1:
+    if answer_form(first.question_type) == "number" and len(classes) == 1:
         cap = 0  # one typical number: guessable
     kept = []
     for answer, ids in classes.items():

@@ -9,126 +9,21 @@ from __future__ import annotations
 import difflib
 import re
 import typing
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
-from forge.errors import IntentError
+from forge.errors import DefinitionError, IntentError
 from forge.keys import digest
-from forge.vocabulary import CAPABILITIES, QUESTION_TYPES
+from forge.sources import source_kinds
+from forge.vocabulary import capabilities, question_types
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ImageSize(_Strict):
-    width: int = Field(320, ge=64, le=1920, description="image width in pixels")
-    height: int = Field(240, ge=48, le=1080, description="image height in pixels")
-
-
-class ObjectCount(_Strict):
-    min: int = Field(4, ge=1, le=12)
-    max: int = Field(8, ge=1, le=12)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "ObjectCount":
-        if self.min > self.max:
-            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
-        return self
-
-
-class CountRange(_Strict):
-    min: int = Field(1, ge=0, le=4)
-    max: int = Field(2, ge=0, le=4)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "CountRange":
-        if self.min > self.max:
-            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
-        return self
-
-
-class TabletopSource(_Strict):
-    """pybullet tabletop scenes: an arm beside a table with objects on it."""
-
-    kind: Literal["pybullet_tabletop"]
-    scenes: int | None = Field(None, ge=1, le=5000, description="scene count; derived from items when absent")
-    robot: Literal["panda", "kuka", "xarm"] = "panda"
-    objects: ObjectCount = ObjectCount()
-    views: int = Field(3, ge=2, le=6, description="camera views per scene")
-    image: ImageSize = ImageSize()
-    categories: list[str] | None = Field(None, description="object categories to draw from; all when absent")
-    trays: CountRange = Field(default_factory=lambda: CountRange(min=0, max=1),
-                                description="trays on the table, with objects put in them")
-    lying_fraction: float = Field(0.0, ge=0.0, le=1.0, description="share of objects with an up axis dropped on their side")
-
-
-class RoomSource(_Strict):
-    """Room-scale household scenes in pybullet seen by a mobile robot or a quadruped along its path."""
-
-    kind: Literal["pybullet_room"]
-    scenes: int | None = Field(None, ge=1, le=5000, description="scene count; derived from items when absent")
-    embodiment: Literal["husky", "laikago", "a1", "minitaur"] = "husky"
-    objects: ObjectCount = ObjectCount(min=5, max=9)
-    tables: CountRange = CountRange(min=1, max=2)
-    trays: CountRange = CountRange(min=1, max=2)
-    frames: int = Field(6, ge=2, le=8, description="frames along the camera path")
-    max_turn_deg: float = Field(100.0, ge=0.0, le=150.0, description="largest total turn of the path (at least 40 degrees, or this when smaller)")
-    lying_fraction: float = Field(0.4, ge=0.0, le=1.0, description="share of objects with an up axis dropped on their side")
-    image: ImageSize = ImageSize()
-    categories: list[str] | None = Field(None, description="object categories to draw from; all when absent")
-
-    @property
-    def views(self) -> int:
-        return self.frames
-
-
-class GroundSource(_Strict):
-    """Ground layouts in pybullet seen from a drone (top-down) or a vehicle (forward, plus an overview)."""
-
-    kind: Literal["pybullet_ground"]
-    scenes: int | None = Field(None, ge=1, le=5000, description="scene count; derived from items when absent")
-    embodiment: Literal["uav", "racecar"] = "uav"
-    objects: ObjectCount = ObjectCount(min=6, max=10)
-    frames: int = Field(4, ge=2, le=8, description="frames along the flight or drive")
-    max_turn_deg: float = Field(40.0, ge=0.0, le=120.0)
-    altitude_m: tuple[float, float] = Field((7.0, 9.0), description="drone altitude range in metres")
-    image: ImageSize = ImageSize()
-    categories: list[str] | None = Field(None, description="object categories to draw from; all when absent")
-
-    @property
-    def views(self) -> int:
-        return self.frames + (1 if self.embodiment == "racecar" else 0)
-
-
-class ImageFolderSource(_Strict):
-    """Real images in a folder, read through an adapter that registers what it can."""
-
-    kind: Literal["image_folder"]
-    adapter: Literal["dota", "frames"]
-    root: str = Field(description="dataset folder, relative to the intent file")
-    tile: int = Field(600, ge=128, le=4096, description="DOTA: tile size in pixels (images are split like DOTA_devkit)")
-    tile_overlap: int = Field(100, ge=0, le=1024)
-    zoom: int = Field(0, ge=0, le=2048, description="DOTA: also cut square zoomed crops of this size whose border "
-                                                    "cuts no box, so every object in them can be counted (0: none)")
-    zooms_per_image: int = Field(6, ge=1, le=100)
-    scenes: int | None = Field(None, ge=1, description="ignored: the folder decides the unit count")
-    trust_label_completeness: bool = Field(
-        False, description="treat the labels as exhaustive although the adapter cannot show it (DOTA's are not): "
-                           "allows counts and absences from labels; off by default")
-    media: Literal["auto", "copy", "reference"] = Field(
-        "auto", description="copy pixels into the package, or only reference the dataset files; auto follows "
-                            "the adapter's licence (DOTA images are never copied)")
-
-    @property
-    def views(self) -> int:
-        return 1
-
-
-Source = Annotated[Union[TabletopSource, RoomSource, GroundSource, ImageFolderSource], Field(discriminator="kind")]
 
 
 class OESpec(_Strict):
@@ -163,26 +58,28 @@ class OESpec(_Strict):
             found = capabilities_from_text(data["focus"])
             if not found:
                 raise ValueError("focus names no capability the catalogue knows; list `capabilities` explicitly "
-                                 f"(known: {sorted(CAPABILITIES)})")
+                                 f"(known: {sorted(capabilities())})")
             data = {**data, "capabilities": list(found)}
         return data
 
     @field_validator("capabilities")
     @classmethod
     def _known_capabilities(cls, value: list[str]) -> list[str]:
-        unknown = [c for c in value if c not in CAPABILITIES]
+        known = capabilities()
+        unknown = [c for c in value if c not in known]
         if unknown:
-            raise ValueError(f"unknown capabilities {unknown}{did_you_mean(unknown, CAPABILITIES)}; "
-                             f"known: {sorted(CAPABILITIES)}")
+            raise ValueError(f"unknown capabilities {unknown}{did_you_mean(unknown, known)}; "
+                             f"known: {sorted(known)}")
         return value
 
     @field_validator("question_types")
     @classmethod
     def _known_question_types(cls, value: list[str]) -> list[str]:
-        unknown = [q for q in value if q not in QUESTION_TYPES]
+        known = question_types()
+        unknown = [q for q in value if q not in known]
         if unknown:
-            raise ValueError(f"unknown question types {unknown}{did_you_mean(unknown, QUESTION_TYPES)}; "
-                             f"known: {sorted(QUESTION_TYPES)}")
+            raise ValueError(f"unknown question types {unknown}{did_you_mean(unknown, known)}; "
+                             f"known: {sorted(known)}")
         return value
 
 
@@ -200,8 +97,9 @@ class RepairPolicy(_Strict):
                                                      "escalates to one re-execution of the producer")
 
 
-class Intent(_Strict):
-    """A researcher's evaluation intent."""
+class IntentBase(_Strict):
+    """A researcher's evaluation intent (its ``sources`` are added from the registered source
+    kinds, see :func:`intent_model`)."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$", description="package name (lowercase slug)")
     version: str = Field("0.1.0", pattern=r"^[0-9]+(\.[0-9]+)*$")
@@ -209,7 +107,6 @@ class Intent(_Strict):
     seed: int = 0
     track: Literal["oe"] = "oe"
     oe: OESpec
-    sources: list[Source] = Field(min_length=1)
     gates: GateSettings = GateSettings()
     repair: RepairPolicy = RepairPolicy()
     contracts: list[str] = Field(default_factory=list, description="extra contract folders, relative to the intent")
@@ -217,12 +114,25 @@ class Intent(_Strict):
     skills: dict[str, str] = Field(default_factory=dict, description="role -> skill name overrides")
 
 
+@lru_cache(maxsize=1)
+def intent_model() -> type[IntentBase]:
+    """The intent schema: the fixed sections plus ``sources``, a list whose entries are told
+    apart by ``kind`` and validated by that kind's registered schema."""
+    kinds = tuple(source_kinds().values())
+    if not kinds:
+        raise DefinitionError("no source kind is registered (is the builtin plugin installed?)")
+    member = kinds[0] if len(kinds) == 1 else Annotated[Union[kinds], Field(discriminator="kind")]
+    return create_model("Intent", __base__=IntentBase,
+                        sources=(list[member], Field(min_length=1, description="where evidence comes from; "
+                                                     "each entry is one registered source kind")))
+
+
 class LoadedIntent(BaseModel):
     """An intent together with where it came from."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
-    intent: Intent
+    intent: IntentBase
     path: Path
     raw: dict[str, Any]
 
@@ -254,7 +164,7 @@ def load_intent(path: str | Path) -> LoadedIntent:
         raise IntentError(f"{p}: expected a mapping at the top level, found {type(raw).__name__}")
     lines = _line_index(node)
     try:
-        intent = Intent.model_validate(raw)
+        intent = intent_model().model_validate(raw)
     except ValidationError as exc:
         raise IntentError(_format_validation(p, exc, lines)) from None
     loaded = LoadedIntent(intent=intent, path=p.resolve(), raw=raw)
@@ -269,8 +179,9 @@ def _missing_folders(loaded: LoadedIntent, lines: dict[tuple[Any, ...], int]) ->
     """Folders the intent names (data roots, template and contract folders) that do not exist,
     checked before anything runs. A relative path is read from the intent's own folder, which
     is what breaks when an intent is copied away from its data."""
-    named: list[tuple[tuple[Any, ...], str]] = [(("sources", i, "root"), s.root) for i, s in enumerate(loaded.intent.sources)
-                                               if getattr(s, "root", None)]
+    named: list[tuple[tuple[Any, ...], str]] = [(("sources", i, f), getattr(s, f))
+                                                for i, s in enumerate(loaded.intent.sources)
+                                                for f in type(s).FOLDERS if getattr(s, f, None)]
     named += [(("templates_dirs", i), d) for i, d in enumerate(loaded.intent.templates_dirs)]
     named += [(("contracts", i), d) for i, d in enumerate(loaded.intent.contracts)]
     out = []
@@ -284,7 +195,7 @@ def _missing_folders(loaded: LoadedIntent, lines: dict[tuple[Any, ...], int]) ->
 
 
 def intent_json_schema() -> dict[str, Any]:
-    schema = Intent.model_json_schema()
+    schema = intent_model().model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "forge intent"
     return schema
@@ -315,7 +226,7 @@ def _format_validation(path: Path, exc: ValidationError, lines: dict[tuple[Any, 
     out = [f"{path}: invalid intent ({exc.error_count()} error{'s' if exc.error_count() > 1 else ''})"]
     for err in exc.errors():
         # Drop discriminator tags pydantic inserts (e.g. 'pybullet_tabletop') from the path.
-        loc = tuple(part for part in err["loc"] if not (isinstance(part, str) and part in _SOURCE_KINDS))
+        loc = tuple(part for part in err["loc"] if not (isinstance(part, str) and part in source_kinds()))
         field = ".".join(str(x) for x in loc) or "(top level)"
         line = _nearest_line(loc, lines)
         msg = err["msg"]
@@ -328,9 +239,6 @@ def _format_validation(path: Path, exc: ValidationError, lines: dict[tuple[Any, 
         suffix = f" (got {got!r})" if err["type"] not in {"missing", "extra_forbidden"} and not isinstance(got, (dict, list)) else ""
         out.append(f"  {path}:{line}: {field}: {msg}{suffix}")
     return "\n".join(out)
-
-
-_SOURCE_KINDS = {"pybullet_tabletop", "pybullet_room", "pybullet_ground", "image_folder"}
 
 
 def did_you_mean(unknown: list[str], known: Any) -> str:
@@ -350,7 +258,7 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 
 def _fields_beside(loc: tuple[Any, ...]) -> set[str]:
     """The field names allowed where ``loc`` names an unknown one (its siblings in the schema)."""
-    models: list[type[BaseModel]] = [Intent]
+    models: list[type[BaseModel]] = [intent_model()]
     for part in loc[:-1]:
         if isinstance(part, int):
             continue

@@ -58,6 +58,7 @@ def compose(loaded: LoadedIntent, registry: SkillRegistry) -> Workflow:
     unknown_roles = set(intent.skills) - set(OE_ROLES)
     if unknown_roles:
         raise CompositionError(f"intent field skills: unknown roles {sorted(unknown_roles)}; roles are {list(OE_ROLES)}")
+    check_compatibility(loaded)
     chosen = {**OE_DEFAULTS, **desc.workflow, **intent.skills}
     nodes = []
     for role in OE_ROLES:
@@ -107,11 +108,11 @@ def _node_params(role: str, loaded: LoadedIntent) -> dict[str, Any]:
         # Folder sources are read relative to the intent; simulated ones do not depend on where it lies.
         # A folder's listing (names, sizes, modification times) is part of the blueprint's identity,
         # so adding or replacing a file re-plans the units instead of reusing a stale plan.
-        folders = [s for s in loaded.intent.sources if s.kind == "image_folder"]
+        folders = [getattr(s, f) for s in loaded.intent.sources for f in type(s).FOLDERS if getattr(s, f, None)]
         if not folders:
             return {"intent": loaded.raw}
         return {"intent": loaded.raw, "base_dir": str(loaded.path.parent),
-                "folder_listing": folder_listing([loaded.resolve(s.root) for s in folders])}
+                "folder_listing": folder_listing([loaded.resolve(f) for f in folders])}
     return {}
 
 
@@ -137,6 +138,56 @@ def template_fanout(loaded: LoadedIntent) -> list[dict[str, Any]]:
     extra = [loaded.resolve(d) for d in loaded.intent.templates_dirs]
     refs = template_refs(families, extra)
     return [{"template": name, "label": label} for name, (label, _path) in sorted(refs.items())]
+
+
+def available_templates(loaded: LoadedIntent) -> list[dict[str, Any]]:
+    """Every readable template the intent's sources and template folders offer."""
+    from forge.registry import lookup
+
+    families = sorted({f for s in loaded.intent.sources for f in descriptor(s.kind).templates})
+    return lookup("template_catalogue", "builtin")(families, [loaded.resolve(d) for d in loaded.intent.templates_dirs])
+
+
+def check_compatibility(loaded: LoadedIntent) -> None:
+    """Every asked capability and question type has a template of the intent's sources that
+    pairs it with an asked counterpart, before anything runs; the message lists what would."""
+    oe = loaded.intent.oe
+    rows = available_templates(loaded)
+    kinds = ", ".join(sorted({s.kind for s in loaded.intent.sources}))
+    if oe.templates != "all":
+        known = {r["id"] for r in rows}
+        missing = [t for t in oe.templates if t not in known]
+        if missing:
+            raise CompositionError(f"intent field oe.templates: no template {missing} for source {kinds}; "
+                                   f"available: {sorted(known)}")
+        rows = [r for r in rows if r["id"] in oe.templates]
+    problems = []
+    for cap in oe.capabilities:
+        if cap in _unavailable(loaded):
+            continue
+        pairs = {r["question_type"] for r in rows if r["capability"] == cap}
+        if not pairs & set(oe.question_types):
+            problems.append(f"capability {cap!r}: " + (f"its templates for {kinds} ask {sorted(pairs)} "
+                                                        f"(none of oe.question_types)" if pairs
+                                                        else f"no template for {kinds}"))
+    for qt in oe.question_types:
+        pairs = {r["capability"] for r in rows if r["question_type"] == qt}
+        if not pairs & set(oe.capabilities):
+            problems.append(f"question type {qt!r}: " + (f"its templates for {kinds} test {sorted(pairs)} "
+                                                          f"(none of oe.capabilities)" if pairs
+                                                          else f"no template for {kinds}"))
+    if problems:
+        offered = sorted({(r["capability"], r["question_type"]) for r in rows})
+        raise CompositionError(
+            f"{loaded.path}: the intent asks for what no template of its sources gives:\n  " + "\n  ".join(problems)
+            + "\n  compatible (capability, question type) pairs: "
+            + ", ".join(f"{c}/{q}" for c, q in offered),
+            hint="choose among the compatible pairs, or add a template (intent field templates_dirs); "
+                 "`forge templates` lists them")
+
+
+def _unavailable(loaded: LoadedIntent) -> set[str]:
+    return {c for s in loaded.intent.sources for c in s.unavailable(list(loaded.intent.oe.capabilities))}
 
 
 def extra_contract_dirs(loaded: LoadedIntent) -> list[Path]:

@@ -44,9 +44,16 @@ def lookup(kind: str, name: str) -> Any:
 
 
 def entries(kind: str) -> dict[str, Any]:
-    """Every object registered under ``kind``, by name."""
+    """Every object registered under ``kind``, by name, in the order they were registered (the
+    built-in plugin first)."""
     load_plugins()
-    return {n: obj for (k, n), (obj, _) in sorted(_ENTRIES.items()) if k == kind}
+    return {n: obj for (k, n), (obj, _) in _ENTRIES.items() if k == kind}
+
+
+def origin(kind: str, name: str) -> str:
+    """The module that registered ``kind:name``."""
+    load_plugins()
+    return _ENTRIES[(kind, name)][1]
 
 
 def names(kind: str) -> list[str]:

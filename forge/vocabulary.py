@@ -1,35 +1,65 @@
-"""The shared vocabulary of the OE track: capabilities and question types.
+"""The shared vocabulary: capabilities and question types, as plugins register them.
 
-Intents, blueprints and templates speak these names; an unknown name is an intent error.
+Intents, blueprints and templates speak these names; an unknown name is an intent error. The
+engine defines what a capability and a question type are, never which exist: the built-in
+plugin registers the usual ones, other plugins add theirs (``capability:<name>``,
+``question_type:<name>``).
 """
 
 from __future__ import annotations
 
-CAPABILITIES: dict[str, str] = {
-    "visibility": "whether an object can be seen in a view",
-    "counting": "how many objects of a kind are present",
-    "image_plane_relation": "left/right/above/below relations in the image plane",
-    "depth_order": "which object is nearer to or farther from the camera",
-    "metric_distance": "distances between objects or to the camera",
-    "containment_support": "what is inside or on top of what",
-    "reachability": "whether an embodiment can reach an object",
-    "multi_view": "consistency across views and choosing the best view",
-    "temporal": "visibility over time and the order along a trajectory",
-    "camera_motion": "how the camera moved or turned between frames",
-    "size_scale": "which object is larger, and absolute size",
-    "object_state": "open/closed, on/off and other object states",
-}
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
 
-QUESTION_TYPES: dict[str, str] = {
-    "single_choice": "exactly one option is correct",
-    "multiple_choice": "several options may be correct",
-    "yes_no": "answer yes or no",
-    "ordered_list": "put the options in order",
-    "interval_choice": "choose the interval that contains the value",
-    "marked_object_choice": "choose among objects marked on the image",
-    "multi_view_choice": "choose among several views",
-    "temporal_choice": "choose among moments of a trajectory",
-    "matching": "match items of two lists",
-    "grounding_choice": "choose the region that shows the referent",
-    "numeric": "a number, scored with tolerance",
-}
+from forge.registry import entries, lookup
+
+# How an answer is given, which decides how blind solvers respond and what chance is:
+# one option, a set of options, an order of options, a target per option, one number, or any
+# other value the question type's scoring protocol parses (a vector of numbers, a box, ...).
+AnswerForm = Literal["option", "options", "order", "matching", "number", "value"]
+
+
+@dataclass(frozen=True)
+class Capability:
+    name: str
+    description: str
+    # Phrases of an intent's free text that ask for it, matched as whole words, case-insensitively;
+    # a trailing * matches any ending.
+    phrases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class QuestionType:
+    name: str
+    description: str
+    answer_form: AnswerForm
+    protocol: str  # the scoring protocol its items are scored by
+    option_kinds: tuple[str, ...]  # template option kinds it can be presented with
+    response_format: str  # the instruction shown to the model
+    # Answers are one displayed option whose text the balance gate can even out.
+    balanced: bool = False
+    # Blind solvers for this type's items, besides the generic ones: ``solver(items) -> {id: response}``.
+    solvers: dict[str, Callable[..., dict[str, Any]]] = field(default_factory=dict)
+    # A response the key scores 1 and some it scores 0, for the contract that runs the scorer.
+    gold_response: Callable[[Any], str | None] | None = None
+    wrong_responses: Callable[[Any], list[str]] | None = None
+    # Chance accuracy of one item (None: derived from the answer form).
+    chance: Callable[[Any], float] | None = None
+
+
+def capabilities() -> dict[str, Capability]:
+    return entries("capability")
+
+
+def question_types() -> dict[str, QuestionType]:
+    return entries("question_type")
+
+
+def question_type(name: str) -> QuestionType:
+    return lookup("question_type", name)
+
+
+def answer_form(name: str) -> str:
+    """The answer form of a question type ('value' for one no plugin registers)."""
+    qt = question_types().get(name)
+    return qt.answer_form if qt else "value"

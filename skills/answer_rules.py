@@ -512,9 +512,17 @@ RULES: dict[str, Rule] = {
 }
 
 
-def register(rule: Rule) -> Rule:
-    if rule.name in RULES:
-        raise ValueError(f"answer rule {rule.name!r} is registered twice")
+def register(rule: Rule, origin: str | None = None) -> Rule:
+    """Register an answer rule as ``answer_rule:<name>`` (a name taken by another rule is an
+    error naming both origins)."""
+    import inspect
+
+    from forge import registry
+
+    if origin is None:
+        caller = inspect.currentframe().f_back
+        origin = caller.f_globals.get("__name__", "?") if caller else "?"
+    registry.register("answer_rule", rule.name, rule, origin)
     RULES[rule.name] = rule
     return rule
 
@@ -522,7 +530,15 @@ def register(rule: Rule) -> Rule:
 def rule_for(template: dict[str, Any]) -> Rule:
     name = template["answer_rule"].get("rule")
     if name not in RULES:
+        from forge.registry import entries
+
+        RULES.update(entries("answer_rule"))  # rules of plugins loaded since
+    if name not in RULES:
         raise KeyError(f"template {template.get('id')!r}: unknown answer rule {name!r}; known: {sorted(RULES)}")
     return RULES[name]
+
+
+for _rule in list(RULES.values()):
+    register(_rule, __name__)
 
 

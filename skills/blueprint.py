@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from forge.artifact_types import Blueprint
 from forge.errors import IntentError
-from forge.intent import Intent
+from forge.intent import IntentBase, intent_model
 from forge.keys import digest
 from forge.skills import SkillContext, skill
 
@@ -28,21 +28,19 @@ class BlueprintParams(BaseModel):
 @skill("blueprint.from_intent", stage="S1", params=BlueprintParams)
 def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
     """Capability targets, question types, source sizing and gate settings from the intent."""
-    intent = Intent.model_validate(ctx.params.intent)
+    intent = intent_model().model_validate(ctx.params.intent)
     oe = intent.oe
     sources = []
     for src in intent.sources:
         entry = src.model_dump(mode="json")
         entry["scenes_given"] = entry.get("scenes") is not None
-        if src.kind == "image_folder":
-            from forge_resources.image_folder import adapter_for
-
-            root = Path(ctx.params.base_dir or ".") / src.root
-            entry["root"] = str(root.resolve())
-            entry["scenes"] = len(adapter_for(src.adapter).units(root, entry))
-            entry["scenes_given"] = True  # the folder decides; more units cannot be made
+        fixed = src.fixed_units(Path(ctx.params.base_dir or "."), entry)
+        if fixed is not None:
+            entry["scenes"] = fixed
+            entry["scenes_given"] = True  # the source decides; more units cannot be made
         elif entry.get("scenes") is None:
-            entry["scenes"] = max(2, math.ceil(oe.items / (src.views * ITEMS_PER_VIEW_ESTIMATE)))
+            views = int(getattr(src, "views", 1))
+            entry["scenes"] = max(2, math.ceil(oe.items / (views * ITEMS_PER_VIEW_ESTIMATE)))
         sources.append(entry)
     unavailable = _unavailable(intent)
     wanted = [c for c in oe.capabilities if c not in unavailable]
@@ -65,19 +63,12 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
     )]
 
 
-def _unavailable(intent: Intent) -> dict[str, str]:
+def _unavailable(intent: IntentBase) -> dict[str, str]:
     """Asked capabilities a source rules out (real-image labels that are not exhaustive cannot
-    show a count), unless the intent vouches for the labels."""
+    show a count, unless the intent vouches for them)."""
     out: dict[str, str] = {}
     for src in intent.sources:
-        if src.kind != "image_folder" or src.trust_label_completeness:
-            continue
-        from forge_resources.image_folder import adapter_for
-
-        adapter = adapter_for(src.adapter)
-        for cap in intent.oe.capabilities:
-            if cap in adapter.rules_out and not adapter.labels_complete:
-                out[cap] = adapter.completeness_note
+        out.update(src.unavailable(list(intent.oe.capabilities)))
     return out
 
 

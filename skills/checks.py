@@ -13,11 +13,11 @@ import numpy as np
 from forge.artifact_types import (Binding, Blueprint, EvidenceRecord, ImageRecord, ImageUnit, OEItem, Package, SceneSpec,
                                   SourceRecord, Template)
 from forge.contracts import CheckContext, Outcome, check
-from forge.vocabulary import CAPABILITIES, QUESTION_TYPES
+from forge.vocabulary import capabilities, question_type, question_types
 from forge_skills import oe_scorer
 from forge_skills.admission import SINGULAR, SPECIAL_KEYS, WHERE
 from forge_skills.admission import derive
-from forge_skills.answer_rules import RULES
+from forge_skills.answer_rules import rule_for
 from forge_skills.appearance import MIN_NAMED_PIXELS, NAMES as COLOUR_NAMES
 from forge_skills.rules_scene import plural
 
@@ -32,8 +32,8 @@ def blueprint_complete(bp: Blueprint, ctx: CheckContext) -> Outcome:
     problems = []
     if sum(bp.capability_targets.values()) != bp.items_target:
         problems.append("capability targets do not add up to the item target")
-    problems += [f"unknown capability {c}" for c in bp.capabilities if c not in CAPABILITIES]
-    problems += [f"unknown question type {q}" for q in bp.question_types if q not in QUESTION_TYPES]
+    problems += [f"unknown capability {c}" for c in bp.capabilities if c not in capabilities()]
+    problems += [f"unknown question type {q}" for q in bp.question_types if q not in question_types()]
     for src in bp.sources:
         d = descriptors().get(src.get("kind"))
         if d is None:
@@ -224,15 +224,6 @@ def evidence_traceable(ev: EvidenceRecord, ctx: CheckContext) -> Outcome:
 # -- templates and bindings -----------------------------------------------------------------
 
 MIN_REALIZATIONS = 4
-SCORING_PROTOCOLS = {"exact_choice", "yes_no", "set_match", "ordered_list", "interval", "numeric", "matching"}
-OPTION_KINDS = {"objects": {"single_choice", "multiple_choice", "ordered_list"}, "yes_no": {"yes_no"},
-                "labels": {"marked_object_choice", "grounding_choice"}, "views": {"multi_view_choice", "temporal_choice"},
-                "none": {"numeric"}, "intervals": {"interval_choice"}, "fixed": {"single_choice"},
-                "frames": {"temporal_choice"}, "matching": {"matching"}}
-PROTOCOL_OF = {"single_choice": "exact_choice", "marked_object_choice": "exact_choice",
-               "multi_view_choice": "exact_choice", "yes_no": "yes_no", "multiple_choice": "set_match",
-               "ordered_list": "ordered_list", "interval_choice": "interval", "numeric": "numeric",
-               "grounding_choice": "exact_choice", "temporal_choice": "exact_choice", "matching": "matching"}
 LAYOUTS = {"single_view": "view", "multi_view": "scene", "frames": "scene", "first_last": "scene",
            "top_down_forward": "scene"}
 
@@ -241,7 +232,10 @@ LAYOUTS = {"single_view": "view", "multi_view": "scene", "frames": "scene", "fir
 def template_declares(t: Template, ctx: CheckContext) -> Outcome:
     """Evidence slots, answer rule, options and scoring are declared and type-compatible."""
     problems = []
-    rule = RULES.get(t.answer_rule.get("rule"))
+    try:
+        rule = rule_for(t.model_dump())
+    except KeyError:
+        rule = None
     if rule is None:
         problems.append(f"unknown answer rule {t.answer_rule.get('rule')!r}")
     else:
@@ -250,13 +244,17 @@ def template_declares(t: Template, ctx: CheckContext) -> Outcome:
         if set(t.slots) != set(rule.slots):
             problems.append(f"slots {sorted(t.slots)} do not match rule slots {list(rule.slots)}")
     kind = t.options.get("kind")
-    if t.question_type not in OPTION_KINDS.get(kind, set()):
-        problems.append(f"option kind {kind!r} does not fit question type {t.question_type}")
-    if t.scoring.get("protocol") not in SCORING_PROTOCOLS:
-        problems.append(f"unknown scoring protocol {t.scoring.get('protocol')!r}")
-    elif PROTOCOL_OF.get(t.question_type) != t.scoring.get("protocol"):
-        problems.append(f"{t.question_type} items are scored by {PROTOCOL_OF.get(t.question_type)}, "
-                        f"not {t.scoring.get('protocol')}")
+    qt = question_types().get(t.question_type)
+    if qt is None:
+        problems.append(f"unknown question type {t.question_type!r}")
+    else:
+        if kind not in qt.option_kinds:
+            problems.append(f"option kind {kind!r} does not fit question type {t.question_type} "
+                            f"(it takes {list(qt.option_kinds)})")
+        if not oe_scorer.knows_protocol(t.scoring.get("protocol")):
+            problems.append(f"unknown scoring protocol {t.scoring.get('protocol')!r}")
+        elif qt.protocol != t.scoring.get("protocol"):
+            problems.append(f"{t.question_type} items are scored by {qt.protocol}, not {t.scoring.get('protocol')}")
     if kind == "intervals":
         bounds = t.options.get("intervals") or []
         if not bounds or any(lo > hi for lo, hi, _ in bounds) or \
@@ -346,6 +344,10 @@ def item_answer_in_options(item: OEItem, ctx: CheckContext) -> Outcome:
         if item.answer_value is None or f"{item.answer_value:g}" != item.answer:
             problems.append("numeric answer value does not match the key")
         return Outcome(not problems, "; ".join(problems))
+    if question_type(qt).answer_form == "value":  # a value its protocol parses: the key must parse as a response
+        if item.options or not item.answer:
+            problems.append("a value answer has no options and a non-empty key")
+        return Outcome(not problems, "; ".join(problems))
     if len(item.options) < 2:
         problems.append("fewer than two options")
     if len({o.lower() for o in item.options}) != len(item.options):
@@ -388,40 +390,13 @@ def item_answer_derivable(item: OEItem, ctx: CheckContext) -> Outcome:
     return _rederive(b, ctx, claimed, "key")
 
 
-def _gold_response(item: OEItem) -> str | None:
-    letters = string.ascii_uppercase
-    if item.question_type == "numeric":
-        return None if item.answer_value is None else f"{item.answer_value:g}"
-    if item.question_type in ("multiple_choice", "ordered_list"):
-        return ", ".join(letters[i] for i in item.answer_indices or [])
-    if item.question_type == "matching":
-        return ", ".join(f"{letters[i]}={j + 1}" for i, j in enumerate(item.answer_indices or []))
-    return None if item.answer_index is None else letters[item.answer_index]
-
-
-def _wrong_responses(item: OEItem) -> list[str]:
-    letters = string.ascii_uppercase
-    if item.question_type == "numeric":
-        v = item.answer_value or 0.0
-        return [f"{v * 3 + 50:g}", f"{-abs(v) - 10:g}"]
-    if item.question_type == "matching":
-        idx = list(item.answer_indices or [])
-        shifted = [(j + 1) % max(1, len(item.targets)) for j in idx]
-        return [", ".join(f"{letters[i]}={j + 1}" for i, j in enumerate(shifted))]
-    if item.question_type in ("multiple_choice", "ordered_list"):
-        idx = list(item.answer_indices or [])
-        wrong = [list(reversed(idx))] if item.question_type == "ordered_list" else \
-            [[i for i in range(len(item.options)) if i not in idx]]
-        return [", ".join(letters[i] for i in w) for w in wrong if w and w != idx]
-    return [o for i, o in enumerate(item.options) if i != item.answer_index]
-
-
 @check("item_scorer_executes")
 def item_scorer_executes(item: OEItem, ctx: CheckContext) -> Outcome:
     """The scorer gives 1 to the key, 0 to wrong responses and to junk."""
-    key = {"scoring": item.scoring, "options": item.options, "answer_index": item.answer_index,
+    key = {"scoring": item.scoring, "options": item.options, "answer": item.answer, "answer_index": item.answer_index,
            "answer_indices": item.answer_indices, "answer_value": item.answer_value, "targets": item.targets}
-    gold = _gold_response(item)
+    qt = question_type(item.question_type)
+    gold = qt.gold_response(item) if qt.gold_response else item.answer
     if gold is None:
         return Outcome(False, "no answer to score")
     problems = []
@@ -429,7 +404,7 @@ def item_scorer_executes(item: OEItem, ctx: CheckContext) -> Outcome:
         problems.append("key does not score 1")
     if item.answer_index is not None and oe_scorer.score_item(key, item.options[item.answer_index]) != 1.0:
         problems.append("the correct option's text does not score 1")
-    for wrong in _wrong_responses(item):
+    for wrong in (qt.wrong_responses(item) if qt.wrong_responses else []):
         if oe_scorer.score_item(key, wrong) != 0.0:
             problems.append(f"wrong response {wrong!r} scores above 0")
     if oe_scorer.score_item(key, "I cannot tell") != 0.0 or oe_scorer.score_item(key, None) != 0.0:

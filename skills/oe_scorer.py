@@ -6,11 +6,16 @@ Standard library only, so a package can be scored without forge::
 
 ``predictions.jsonl`` holds one ``{"id": ..., "response": ...}`` per line. A missing or
 unparsable response scores 0 and stays in the denominator.
+
+Protocols other than the built-in ones are modules beside this file, ``protocols/<name>.py``,
+each with ``parse(key, response)`` (None when invalid) and ``score(key, response) -> float``;
+a package ships the ones its items use.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import string
@@ -115,9 +120,39 @@ def parse_matching(response: object, options: list[str], targets: list[str]) -> 
     return [got[i] for i in range(len(options))]
 
 
+BUILTIN_PROTOCOLS = ("exact_choice", "yes_no", "set_match", "ordered_list", "interval", "numeric", "matching")
+# Where other protocols come from: a function of the name returning a module (set where the
+# scorer runs inside a tool that knows more protocols), else ``protocols/<name>.py`` beside this file.
+PROTOCOL_FINDER = None
+_LOADED: dict = {}
+
+
+def protocol_module(name: str):
+    """The module of a protocol that is not built in, or None when none is found."""
+    if name in _LOADED:
+        return _LOADED[name]
+    module = PROTOCOL_FINDER(name) if PROTOCOL_FINDER is not None else None
+    path = Path(__file__).resolve().parent / "protocols" / f"{name}.py"
+    if module is None and re.fullmatch(r"[a-z][a-z0-9_]*", name or "") and path.is_file():
+        spec = importlib.util.spec_from_file_location(f"protocol_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    _LOADED[name] = module
+    return module
+
+
+def knows_protocol(name: object) -> bool:
+    return isinstance(name, str) and (name in BUILTIN_PROTOCOLS or protocol_module(name) is not None)
+
+
 def parse(key: dict, response: object):
     """The response as the protocol reads it, or None when it is invalid."""
     protocol = key["scoring"]["protocol"]
+    if protocol not in BUILTIN_PROTOCOLS:
+        module = protocol_module(protocol)
+        if module is None:
+            raise ValueError(f"unknown scoring protocol {protocol!r}")
+        return module.parse(key, response)
     options = key.get("options", [])
     if protocol in ("exact_choice", "yes_no"):
         return parse_choice(response, options)
@@ -144,6 +179,11 @@ def parse(key: dict, response: object):
 def score_item(key: dict, response: object) -> float:
     """1.0 for a correct response, 0.0 otherwise; invalid responses score 0."""
     protocol = key["scoring"]["protocol"]
+    if protocol not in BUILTIN_PROTOCOLS:
+        module = protocol_module(protocol)
+        if module is None:
+            raise ValueError(f"unknown scoring protocol {protocol!r}")
+        return float(module.score(key, response))
     got = parse(key, response)
     if got is None:
         return 0.0
@@ -162,6 +202,8 @@ def secondary(key: dict, response: object) -> dict:
     """Partial-credit metrics reported beside the score (Kendall tau for orderings, the share of
     correct pairs for matchings)."""
     protocol = key["scoring"]["protocol"]
+    if protocol not in ("matching", "ordered_list"):
+        return {}
     got = parse(key, response)
     if protocol == "matching":
         truth = key["answer_indices"]

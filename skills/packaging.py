@@ -73,6 +73,8 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
     files["composition.json"] = ctx.put_blob(_json(composition))
     files[f"{mod}/__init__.py"] = ctx.put_blob(f'"""Scorer of the {blueprint.name} benchmark."""\n'.encode())
     files[f"{mod}/score.py"] = ctx.put_blob((Path(__file__).parent / "oe_scorer.py").read_bytes())
+    for name, source in _protocol_files([it for _, it in selected]).items():
+        files[f"{mod}/protocols/{name}.py"] = ctx.put_blob(source)
     if referenced:
         files[f"{mod}/media.py"] = ctx.put_blob((Path(__file__).parent / "media.py").read_bytes())
         files[f"{mod}/materialize.py"] = ctx.put_blob((Path(__file__).parent / "materialize.py").read_bytes())
@@ -95,6 +97,23 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
     files["manifest.json"] = manifest_blob
     return [Package(name=blueprint.name, version=blueprint.version, files=files, counts=counts,
                     manifest=manifest_blob)]
+
+
+def _protocol_files(items: list[OEItem]) -> dict[str, bytes]:
+    """The source of every scoring protocol the items use that the scorer does not build in
+    (standard-library modules a plugin registered), shipped beside ``score.py``."""
+    import inspect
+
+    from forge_skills import oe_scorer
+
+    out = {}
+    for name in sorted({it.scoring.get("protocol") for it in items} - set(oe_scorer.BUILTIN_PROTOCOLS)):
+        module = oe_scorer.protocol_module(name)
+        path = inspect.getsourcefile(module) if module is not None else None
+        if path is None:
+            raise ValueError(f"scoring protocol {name!r} has no source file to ship with the package")
+        out[name] = Path(path).read_bytes()
+    return out
 
 
 def select_composition(blueprint: Blueprint, items: list[tuple[str, OEItem]]) -> list[tuple[str, OEItem]]:

@@ -11,25 +11,13 @@ from forge.artifact_types import Binding, Blueprint, EvidenceRecord, MediaRef, O
 from forge.gates import slot_objects
 from forge.keys import file_digest
 from forge.skills import Output, SkillContext, skill
+from forge.vocabulary import question_type
 from forge_skills.admission import SINGULAR, admission_problem, question_kinds, shown_views
 from forge_skills.answer_rules import Candidate, FactTable, rule_for
 from forge_skills.rules_scene import singular
 from forge_skills.media import draw_markers, draw_scale_bar, panel, path_plot
 from forge_skills.template_library import read_template, resolve_label
 
-RESPONSE_FORMATS = {
-    "yes_no": "Answer with yes or no.",
-    "single_choice": "Answer with the letter of the correct option.",
-    "marked_object_choice": "Answer with the label of the marked object.",
-    "multi_view_choice": "Answer with the letter of the correct view option.",
-    "multiple_choice": "Answer with the letters of all correct options, separated by commas.",
-    "ordered_list": "Answer with the letters of the options in order, separated by commas.",
-    "interval_choice": "Answer with the letter of the interval that contains the value.",
-    "numeric": "Answer with a single number.",
-    "grounding_choice": "Answer with the label of the marked object.",
-    "temporal_choice": "Answer with the letter of the correct moment.",
-    "matching": "Match every lettered option to one target, e.g. A=2, B=1, C=3 (targets by number).",
-}
 SCENE_LAYOUTS = ("multi_view", "frames", "first_last", "top_down_forward")
 
 
@@ -194,7 +182,8 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
         options = _nth_permutation(sorted(pres["options"]["values"]), binding.position_seed + binding.variant)
     elif kind == "none":
         options = []
-        extra["answer_value"] = float(binding.answer)
+        if question_type(qt).answer_form == "number":
+            extra["answer_value"] = float(binding.answer)
     elif kind == "intervals":
         intervals = pres["options"]["intervals"]
         options = [label for _, _, label in intervals]
@@ -228,7 +217,7 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
         scoring["intervals"] = [[lo, hi] for lo, hi, _ in pres["options"]["intervals"]]
     return [OEItem(
         question=question, options=options, media=media,
-        response_format=RESPONSE_FORMATS.get(qt, "Answer with the letter of the correct option."),
+        response_format=question_type(qt).response_format,
         question_type=qt, capability=pres["capability"], answer=answer,
         answer_index=options.index(answer) if answer in options else None, **extra,
         scoring=scoring, template=binding.template, binding=ctx.input_ids["binding"],

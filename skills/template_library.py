@@ -1,8 +1,9 @@
 """Finding, reading and validating expert templates.
 
-A template reference is a stable label (``builtin:tabletop/visibility_yesno.yaml`` or
-``dir:<absolute path>`` for a user's folder) so that built-in template ids do not depend on
-where forge is installed.
+A template reference is a stable label (``builtin:tabletop/visibility_yesno.yaml``, a plugin's
+``<library>:<family>/<file>``, or ``dir:<absolute path>`` for a user's folder) so that library
+template ids do not depend on where forge is installed. Libraries are folders of families,
+registered as ``template_dir:<library>``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forge.errors import DefinitionError
-from forge.vocabulary import CAPABILITIES, QUESTION_TYPES
+from forge.vocabulary import capabilities, question_types
 
 
 class TemplateFile(BaseModel):
@@ -44,17 +45,27 @@ def builtin_root() -> Path:
     return Path(str(importlib.resources.files("forge_templates")))
 
 
+def libraries() -> dict[str, Path]:
+    from forge.registry import entries
+
+    return {name: Path(root) for name, root in entries("template_dir").items()}
+
+
 def template_refs(families: list[str], extra_dirs: list[Path]) -> dict[str, tuple[str, Path]]:
     """Template id -> (stable label, path) for the source's families plus the user's folders."""
     found: dict[str, tuple[str, Path]] = {}
+    libs = libraries()
     for family in families:
-        root = builtin_root() / family
-        if not root.is_dir():
-            raise DefinitionError(f"{root}: template family {family!r} not found")
-        for path in sorted(root.glob("*.yaml")):
-            if path.stem in found:
-                raise DefinitionError(f"{path}: template id {path.stem!r} is defined twice")
-            found[path.stem] = (f"builtin:{family}/{path.name}", path)
+        homes = [(lib, root / family) for lib, root in libs.items() if (root / family).is_dir()]
+        if not homes:
+            raise DefinitionError(f"template family {family!r} is in no template library "
+                                  f"({', '.join(f'{n}: {r}' for n, r in libs.items())})")
+        for lib, root in homes:
+            for path in sorted(root.glob("*.yaml")):
+                if path.stem in found:
+                    raise DefinitionError(f"{path}: template id {path.stem!r} is defined twice "
+                                          f"(also {found[path.stem][1]})")
+                found[path.stem] = (f"{lib}:{family}/{path.name}", path)
     for d in extra_dirs:
         if not d.is_dir():
             raise DefinitionError(f"{d}: template folder not found")
@@ -64,11 +75,14 @@ def template_refs(families: list[str], extra_dirs: list[Path]) -> dict[str, tupl
 
 
 def resolve_label(label: str) -> Path:
-    if label.startswith("builtin:"):
-        return builtin_root() / label.split(":", 1)[1]
-    if label.startswith("dir:"):
-        return Path(label.split(":", 1)[1])
-    raise DefinitionError(f"cannot resolve template reference {label!r}")
+    lib, _, rest = label.partition(":")
+    if lib == "dir":
+        return Path(rest)
+    libs = libraries()
+    if lib in libs:
+        return libs[lib] / rest
+    raise DefinitionError(f"cannot resolve template reference {label!r}: no template library {lib!r} "
+                          f"(libraries: {sorted(libs)})")
 
 
 def read_template(path: Path) -> TemplateFile:
@@ -85,8 +99,23 @@ def read_template(path: Path) -> TemplateFile:
         raise DefinitionError(f"{path}: invalid template: {field}: {first['msg']}") from None
     if tpl.id != path.stem:
         raise DefinitionError(f"{path}: template id {tpl.id!r} must match the file name {path.stem!r}")
-    if tpl.capability not in CAPABILITIES:
+    if tpl.capability not in capabilities():
         raise DefinitionError(f"{path}: unknown capability {tpl.capability!r}")
-    if tpl.question_type not in QUESTION_TYPES:
+    if tpl.question_type not in question_types():
         raise DefinitionError(f"{path}: unknown question type {tpl.question_type!r}")
     return tpl
+
+
+def template_catalogue(families: list[str], extra_dirs: list[Path]) -> list[dict[str, Any]]:
+    """What each readable template offers: id, capability, question type, where it comes from.
+    Templates that cannot be read are left out here; the build reports them when it loads them."""
+    rows = []
+    for tid, (label, path) in sorted(template_refs(families, extra_dirs).items()):
+        try:
+            tpl = read_template(path)
+        except DefinitionError:
+            continue
+        rows.append({"id": tid, "capability": tpl.capability, "question_type": tpl.question_type,
+                     "label": label, "family": label.split(":", 1)[1].split("/")[0] if not label.startswith("dir:")
+                     else str(path.parent), "path": str(path)})
+    return rows

@@ -70,3 +70,34 @@ def test_skill_signature_must_be_typed():
         @skill("t.bad", stage="S3", registry=reg)
         def bad(ctx: SkillContext, x: int) -> list[EvidenceRecord]:
             return []
+
+
+def test_capability_and_question_type_mismatch_fails_before_anything_runs(tmp_path):
+    intent = write_intent(tmp_path, oe={"items": 50, "capabilities": ["counting", "visibility"],
+                                        "question_types": ["yes_no"]})
+    with pytest.raises(CompositionError) as err:
+        run_build(intent, tmp_path / "store", tmp_path / "out")
+    msg = str(err.value)
+    assert "capability 'counting': its templates for pybullet_tabletop ask ['interval_choice', 'numeric']" in msg
+    assert "counting/numeric" in msg and "visibility/yes_no" in msg  # the compatible pairs are offered
+    assert not (tmp_path / "store").exists()
+    with pytest.raises(CompositionError, match=r"oe.templates: no template \['no_such_template'\]"):
+        compose(load_intent(write_intent(tmp_path, oe={"items": 50, "capabilities": ["visibility"],
+                                                      "question_types": ["yes_no"],
+                                                      "templates": ["no_such_template"]})), discover())
+
+
+def test_cli_templates_lists_capability_question_type_and_sources():
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "forge.cli", "templates", "--source", "image_folder", "--json"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    rows = {r["id"]: r for r in json.loads(done.stdout)}
+    assert rows and all(r["sources"] == ["image_folder"] for r in rows.values())
+    assert {"capability", "question_type", "label"} <= set(next(iter(rows.values())))
+    bad = subprocess.run([sys.executable, "-m", "forge.cli", "templates", "--source", "nope"], capture_output=True,
+                         text=True)
+    assert bad.returncode == 2 and "unknown resource kind 'nope'" in bad.stderr and "Traceback" not in bad.stderr

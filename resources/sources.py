@@ -1,0 +1,136 @@
+"""The intent sections of the built-in source kinds (registered by the ``builtin`` plugin)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from forge.sources import SourceSpec
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ImageSize(_Strict):
+    width: int = Field(320, ge=64, le=1920, description="image width in pixels")
+    height: int = Field(240, ge=48, le=1080, description="image height in pixels")
+
+
+class ObjectCount(_Strict):
+    min: int = Field(4, ge=1, le=12)
+    max: int = Field(8, ge=1, le=12)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "ObjectCount":
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
+        return self
+
+
+class CountRange(_Strict):
+    min: int = Field(1, ge=0, le=4)
+    max: int = Field(2, ge=0, le=4)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "CountRange":
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
+        return self
+
+
+class TabletopSource(SourceSpec):
+    """pybullet tabletop scenes: an arm beside a table with objects on it."""
+
+    kind: Literal["pybullet_tabletop"]
+    scenes: int | None = Field(None, ge=1, le=5000, description="scene count; derived from items when absent")
+    robot: Literal["panda", "kuka", "xarm"] = "panda"
+    objects: ObjectCount = ObjectCount()
+    views: int = Field(3, ge=2, le=6, description="camera views per scene")
+    image: ImageSize = ImageSize()
+    categories: list[str] | None = Field(None, description="object categories to draw from; all when absent")
+    trays: CountRange = Field(default_factory=lambda: CountRange(min=0, max=1),
+                              description="trays on the table, with objects put in them")
+    lying_fraction: float = Field(0.0, ge=0.0, le=1.0, description="share of objects with an up axis dropped on their side")
+
+
+class RoomSource(SourceSpec):
+    """Room-scale household scenes in pybullet seen by a mobile robot or a quadruped along its path."""
+
+    kind: Literal["pybullet_room"]
+    scenes: int | None = Field(None, ge=1, le=5000, description="scene count; derived from items when absent")
+    embodiment: Literal["husky", "laikago", "a1", "minitaur"] = "husky"
+    objects: ObjectCount = ObjectCount(min=5, max=9)
+    tables: CountRange = CountRange(min=1, max=2)
+    trays: CountRange = CountRange(min=1, max=2)
+    frames: int = Field(6, ge=2, le=8, description="frames along the camera path")
+    max_turn_deg: float = Field(100.0, ge=0.0, le=150.0, description="largest total turn of the path (at least 40 degrees, or this when smaller)")
+    lying_fraction: float = Field(0.4, ge=0.0, le=1.0, description="share of objects with an up axis dropped on their side")
+    image: ImageSize = ImageSize()
+    categories: list[str] | None = Field(None, description="object categories to draw from; all when absent")
+
+    @property
+    def views(self) -> int:
+        return self.frames
+
+
+class GroundSource(SourceSpec):
+    """Ground layouts in pybullet seen from a drone (top-down) or a vehicle (forward, plus an overview)."""
+
+    kind: Literal["pybullet_ground"]
+    scenes: int | None = Field(None, ge=1, le=5000, description="scene count; derived from items when absent")
+    embodiment: Literal["uav", "racecar"] = "uav"
+    objects: ObjectCount = ObjectCount(min=6, max=10)
+    frames: int = Field(4, ge=2, le=8, description="frames along the flight or drive")
+    max_turn_deg: float = Field(40.0, ge=0.0, le=120.0)
+    altitude_m: tuple[float, float] = Field((7.0, 9.0), description="drone altitude range in metres")
+    image: ImageSize = ImageSize()
+    categories: list[str] | None = Field(None, description="object categories to draw from; all when absent")
+
+    @property
+    def views(self) -> int:
+        return self.frames + (1 if self.embodiment == "racecar" else 0)
+
+
+class ImageFolderSource(SourceSpec):
+    """Real images in a folder, read through an adapter that registers what it can."""
+
+    FOLDERS: ClassVar[tuple[str, ...]] = ("root",)
+
+    kind: Literal["image_folder"]
+    adapter: Literal["dota", "frames"]
+    root: str = Field(description="dataset folder, relative to the intent file")
+    tile: int = Field(600, ge=128, le=4096, description="DOTA: tile size in pixels (images are split like DOTA_devkit)")
+    tile_overlap: int = Field(100, ge=0, le=1024)
+    zoom: int = Field(0, ge=0, le=2048, description="DOTA: also cut square zoomed crops of this size whose border "
+                                                    "cuts no box, so every object in them can be counted (0: none)")
+    zooms_per_image: int = Field(6, ge=1, le=100)
+    scenes: int | None = Field(None, ge=1, description="ignored: the folder decides the unit count")
+    trust_label_completeness: bool = Field(
+        False, description="treat the labels as exhaustive although the adapter cannot show it (DOTA's are not): "
+                           "allows counts and absences from labels; off by default")
+    media: Literal["auto", "copy", "reference"] = Field(
+        "auto", description="copy pixels into the package, or only reference the dataset files; auto follows "
+                            "the adapter's licence (DOTA images are never copied)")
+
+    def fixed_units(self, base_dir: Path, entry: dict[str, Any]) -> int | None:
+        from forge_resources.image_folder import adapter_for
+
+        root = base_dir / self.root
+        entry["root"] = str(root.resolve())
+        return len(adapter_for(self.adapter).units(root, entry))
+
+    def unavailable(self, capabilities: list[str]) -> dict[str, str]:
+        """Real-image labels that are not exhaustive cannot show a count, unless the intent
+        vouches for them."""
+        from forge_resources.image_folder import adapter_for
+
+        adapter = adapter_for(self.adapter)
+        if self.trust_label_completeness or adapter.labels_complete:
+            return {}
+        return {cap: adapter.completeness_note for cap in capabilities if cap in adapter.rules_out}
+
+
+BUILTIN_SOURCES = (TabletopSource, RoomSource, GroundSource, ImageFolderSource)

@@ -1,0 +1,136 @@
+"""A plugin package found through entry points (tests/plugins/forge_shapes, installed with pip by
+the README's test command) adds a source kind with its own intent schema, a capability, a
+question type whose answer is a vector scored by relative error with its own blind solver, a
+template and a contract requirement; an intent using them builds, packages and re-verifies,
+and the engine names none of them."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+import yaml
+
+from forge.errors import DefinitionError, IntentError
+from forge.intent import load_intent
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN_NAMES = ("forge_shapes", "shape_canvas", "planar_position", "coordinate_pair", "relative_error",
+                "image_position", "mean_position", "centre_position", "CanvasSpec", "CANVAS-1",
+                "canvas_shapes_apart")
+
+
+def _plugin_installed() -> None:
+    if "shapes" not in {ep.name for ep in entry_points(group="forge.skills")}:
+        pytest.fail("the test plugin is not installed: pip install -e tests/plugins/forge_shapes")
+
+
+def _intent(folder: Path, **source) -> Path:
+    path = folder / "shapes.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "shapes-positions", "seed": 3,
+        "oe": {"items": 60, "capabilities": ["planar_position"], "question_types": ["coordinate_pair"]},
+        "sources": [{"kind": "shape_canvas", "scenes": 30, **source}]}, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def shapes_build(tmp_path_factory):
+    _plugin_installed()
+    root = tmp_path_factory.mktemp("shapes")
+    intent = _intent(root)
+    done = subprocess.run([sys.executable, "-m", "forge.cli", "build", str(intent), "--store", str(root / "store"),
+                           "--out", str(root / "out"), "--json"], capture_output=True, text=True, cwd=root)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    return {"root": root, "intent": intent, "summary": summary, "package": Path(summary["package_path"])}
+
+
+def test_an_intent_of_the_plugin_builds_packages_and_reverifies(shapes_build):
+    pkg, root = shapes_build["package"], shapes_build["root"]
+    composition = json.loads((pkg / "composition.json").read_text())
+    assert composition["composition_met"] and composition["question_types"] == {"coordinate_pair": 60}
+    answers = [json.loads(line) for line in (pkg / "answers.jsonl").read_text().splitlines()]
+    assert all(re.fullmatch(r"\d+, \d+", a["answer"]) for a in answers)
+    # The package carries the plugin's protocol beside its scorer and scores without forge.
+    module = pkg / "shapes_positions"
+    assert (module / "protocols" / "relative_error.py").is_file()
+    preds = root / "preds.jsonl"
+    rows = []
+    for k, a in enumerate(answers):
+        x, y = (int(v) for v in a["answer"].split(", "))
+        # exact; within 10% relative error; far off; a single number (invalid)
+        response = [a["answer"], f"{x * 1.05:.1f}, {y * 0.96:.1f}", f"{x + 40}, {y + 40}", f"{x}"][k % 4]
+        rows.append(json.dumps({"id": a["id"], "response": response}))
+    preds.write_text("\n".join(rows) + "\n")
+    scored = subprocess.run([sys.executable, "-m", "shapes_positions.score", str(preds), "--json"],
+                            capture_output=True, text=True, cwd=pkg, env={"PYTHONPATH": "", "PATH": "/usr/bin:/bin"})
+    assert scored.returncode == 0, scored.stderr
+    result = json.loads(scored.stdout)
+    assert result["accuracy"] == pytest.approx(30 / 60) and result["invalid"] == 15
+    done = subprocess.run([sys.executable, "-m", "forge.cli", "reverify", str(pkg), "--store", str(root / "store"),
+                           "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["valid_rate"] == 1.0 and report["items"] == 60
+
+
+def test_the_plugin_question_type_has_its_own_blind_solver_and_chance(shapes_build):
+    import duckdb
+
+    con = duckdb.connect(str(shapes_build["root"] / "store" / "forge.duckdb"), read_only=True)
+    details = [json.loads(d) for (d,) in con.execute("SELECT details FROM gate_decisions WHERE gate = 'C1'").fetchall()]
+    con.close()
+    report = details[0]
+    assert "coordinate_pair.mean_position" in report["accuracies"]
+    assert 0.0 < report["chance"] < 0.2 and not report["flagged"]
+
+
+def test_the_plugin_contract_requirement_is_in_force(shapes_build):
+    import duckdb
+
+    con = duckdb.connect(str(shapes_build["root"] / "store" / "forge.duckdb"), read_only=True)
+    checked = con.execute("SELECT count(*), bool_and(passed) FROM verifications WHERE requirement_id = 'CANVAS-1'").fetchone()
+    con.close()
+    assert checked == (30, True)
+    from forge_shapes.canvas import CanvasSpec, Shape
+    from forge_shapes.checks import canvas_shapes_apart
+
+    touching = CanvasSpec(scene_index=0, seed=0, width=320, height=240, focal=133.3,
+                          shapes=[Shape(name="a", category="disc", colour="red", x=0.0, y=0.0, size=0.1),
+                                  Shape(name="b", category="disc", colour="blue", x=0.12, y=0.0, size=0.1)])
+    outcome = canvas_shapes_apart(touching, None)
+    assert not outcome.passed and "a and b touch" in outcome.diagnostics
+
+
+def test_the_plugin_source_section_is_validated_by_its_own_schema(tmp_path):
+    _plugin_installed()
+    path = _intent(tmp_path, shapes={"min": 5, "max": 2}, colour_count=3)
+    with pytest.raises(IntentError) as err:
+        load_intent(path)
+    text = str(err.value)
+    assert "sources.0.shapes" in text and "min (5) is larger than max (2)" in text
+    line = next(n for n, t in enumerate(path.read_text().splitlines(), 1) if "colour_count" in t)
+    assert f"{path}:{line}: sources.0.colour_count: unknown field" in text
+    schema = subprocess.run([sys.executable, "-m", "forge.cli", "intent-schema"], capture_output=True, text=True)
+    assert schema.returncode == 0
+    assert "shape_canvas" in json.loads(schema.stdout)["$defs"]["ShapeCanvasSource"]["properties"]["kind"]["const"]
+
+
+def test_no_engine_file_names_the_plugin():
+    hits = [f"{path.relative_to(ROOT)}: {name}" for path in sorted((ROOT / "forge").rglob("*.py"))
+            for name in PLUGIN_NAMES if name in path.read_text()]
+    assert not hits, hits
+
+
+def test_a_name_registered_twice_names_both_origins():
+    from forge.registry import register
+
+    with pytest.raises(DefinitionError, match=r"capability:planar_position is registered twice: by forge_shapes.* and by "
+                                              r"lab_plugin"):
+        register("capability", "planar_position", object(), origin="lab_plugin")
