@@ -75,18 +75,19 @@ def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[
                             if force_keys else None,
                             faults=options.faults, checks_enabled=not checks_off)
         log = GateLog(build_id)
-        scale = descriptor(loaded.intent.sources[0].kind).scale
+        sources = [descriptor(src.kind) for src in loaded.intent.sources]
         gates = loaded.intent.gates.model_dump()
         repair = None
         if options.ablate not in ("final-stage-only", "no-repair"):
             policy = loaded.intent.repair
-            repair = RepairLoop(store, executor, {n.role: n for n in workflow.nodes},
+            repair = RepairLoop(store, executor, workflow,
                                 RepairSettings(policy.budget, policy.escalate_after), build_id,
                                 guard=_guard(contracts, gates))
-        runner = StageRunner(workflow, executor, store, gates, progress, log, scale, repair=repair,
+        runner = StageRunner(workflow, executor, store, gates, progress, log, sources, repair=repair,
                              ablate=options.ablate)
         try:
-            state = stage_graph(runner).invoke({"ids": {}, "stage_seconds": {}, "notes": [], "units": 0, "topups": 0},
+            state = stage_graph(runner).invoke({"ids": {}, "stage_seconds": {}, "notes": [], "units": {}, "collected": {},
+                                                "source_ids": {}, "topups": 0},
                                                {"recursion_limit": 50})
             pkg = executor.load(state["ids"]["Package"][0])
             path, written = export(store, pkg, Path(options.out_dir))
@@ -128,7 +129,8 @@ def _summary(runner: StageRunner, state: dict[str, Any], build_id: str, store_di
         "artifacts_reused": sum(r.reused for r in res.values()),
         "artifacts_created": sum(r.created for r in res.values()),
         "artifacts_reverified": sum(r.reverified for r in res.values()),
-        "units_collected": state.get("units", 0),
+        "units_collected": sum((state.get("units") or {}).values()),
+        "units_by_source": {kind: (state.get("units") or {}).get(str(i), 0) for i, kind in enumerate(runner.source_kinds)},
         "topups": state.get("topups", 0),
         "notes": state.get("notes", []),
         "bindings": stats.get("bindings", 0),

@@ -84,6 +84,9 @@ def check(name: str) -> Callable[[CheckFn], CheckFn]:
     """Register a contract predicate: ``fn(content, ctx, **args) -> bool | Outcome``."""
 
     def decorate(fn: CheckFn) -> CheckFn:
+        from forge.registry import register
+
+        register("check", name, fn, origin=f"{fn.__module__}.{fn.__qualname__}")
         CHECKS[name] = fn
         return fn
 

@@ -22,6 +22,7 @@ from forge.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, 
                          grey_batches, independent_items, judge_grey_batch, near_duplicates, screen_invalid, StoreMemo)
 from forge.planner import Workflow
 from forge.progress import Progress
+from forge.resources import ResourceDescriptor
 from forge.store import Store
 
 
@@ -37,7 +38,9 @@ class BuildState(TypedDict, total=False):
     ids: Annotated[dict[str, list[str]], _merge]  # artifact type -> verified ids handed downstream
     stage_seconds: Annotated[dict[str, float], _merge]
     notes: Annotated[list[str], operator.add]
-    units: int  # scenes (or other source units) to collect
+    units: dict[str, int]  # source index -> scenes (or other units) to collect
+    collected: dict[str, int]  # source index -> units the current bindings were made from
+    source_ids: Annotated[dict[str, dict[str, list[str]]], _merge]  # source index -> type -> its own ids
     topups: int  # how many times S4 sent the loop back to S2 for more evidence
 
 
@@ -51,16 +54,18 @@ class StageRunner:
     """Runs the workflow's nodes stage by stage and applies the gates between them."""
 
     def __init__(self, workflow: Workflow, executor: Executor, store: Store, gate_settings: dict[str, Any],
-                 progress: Progress, gate_log: GateLog, scale: dict[str, str], *, repair: Any = None,
+                 progress: Progress, gate_log: GateLog, sources: list[ResourceDescriptor], *, repair: Any = None,
                  ablate: str | None = None) -> None:
         self.workflow = workflow
-        self.scale = scale
+        # Per source: the plan skill's unit parameter and the unit-count field; the template families.
+        self.scales = [d.scale for d in sources]
+        self._families = [d.templates for d in sources]
+        self.source_kinds = [d.kind for d in sources]
         self.repair = repair  # a RepairLoop, or None when repair is ablated
         self.ablate = ablate
         self._replaced: set[str] = set()
         self._final_checked = False
         self.verified_before_repair = 0
-        self._collected_units = 0
         self.executor = executor
         self.store = store
         self.gates = gate_settings
@@ -119,48 +124,80 @@ class StageRunner:
         return {"ids": {"Blueprint": r.verified}}
 
     def s2_collect(self, state: BuildState) -> dict[str, Any]:
+        """Each source's own plan and collect skills, over as many units as it is to give."""
         ids = state["ids"]
         bp = self.executor.load(ids["Blueprint"][0])
-        units = state.get("units") or int(bp.sources[0][self.scale["field"]])
-        self.workflow.node("plan").fanout = [{self.scale["parameter"]: i} for i in range(units)]
-        plan = self._run("plan", ids)
-        self._require("plan", plan, "scene specification")
-        # The resource decides the types: SceneSpec -> SourceRecord for simulators,
-        # ImageUnit -> ImageRecord for image folders.
-        plan_type, source_type = self.workflow.node("plan").skill.output, self.workflow.node("collect").skill.output
-        src = self._run("collect", {**ids, plan_type: plan.verified})
-        self._require("collect", src, "source record")
-        return {"ids": {plan_type: plan.verified, source_type: src.verified}, "units": units}
+        units = dict(state.get("units") or {str(i): int(src[self.scales[i]["field"]])
+                                            for i, src in enumerate(bp.sources)})
+        by_type: dict[str, list[str]] = {}
+        per_source: dict[str, dict[str, list[str]]] = {}
+        for i in range(self.workflow.sources):
+            plan_node, collect_node = self.workflow.source_node("plan", i), self.workflow.source_node("collect", i)
+            plan_node.fanout = [{self.scales[i]["parameter"]: k} for k in range(units[str(i)])]
+            plan = self._run(plan_node.role, ids)
+            self._require(plan_node.role, plan, "scene specification")
+            # The resource decides the types: SceneSpec -> SourceRecord for simulators,
+            # ImageUnit -> ImageRecord for image folders.
+            plan_type, source_type = plan_node.skill.output, collect_node.skill.output
+            src = self._run(collect_node.role, {**ids, plan_type: plan.verified})
+            self._require(collect_node.role, src, "source record")
+            by_type.setdefault(plan_type, []).extend(plan.verified)
+            by_type.setdefault(source_type, []).extend(src.verified)
+            per_source[str(i)] = {source_type: src.verified}
+        return {"ids": by_type, "units": units, "source_ids": per_source}
 
     def s3_structure(self, state: BuildState) -> dict[str, Any]:
-        ev = self._run("structure", state["ids"])
-        self._require("structure", ev, "evidence record")
-        return {"ids": {"EvidenceRecord": ev.verified}}
+        evidence: list[str] = []
+        per_source: dict[str, dict[str, list[str]]] = {}
+        for i in range(self.workflow.sources):
+            node = self.workflow.source_node("structure", i)
+            own = state["source_ids"][str(i)]
+            ev = self._run(node.role, own)
+            self._require(node.role, ev, "evidence record")
+            evidence += ev.verified
+            per_source[str(i)] = {**own, "EvidenceRecord": ev.verified}
+        return {"ids": {"EvidenceRecord": evidence}, "source_ids": per_source}
 
     def s4_bind(self, state: BuildState) -> dict[str, Any]:
+        """Templates once for all sources; each source's evidence bound to the templates of its
+        own families (and the intent's template folders)."""
         ids = state["ids"]
         tpl = self._run("template", ids)
         self._require("template", tpl, "template")
         self._check_coverage(tpl.verified)
-        bind = self._run("bind", {**ids, "Template": tpl.verified})
-        if not bind.verified and not bind.rejected:
+        bind = NodeResult()
+        for i in range(self.workflow.sources):
+            templates = self._templates_for(i, tpl.verified)
+            evidence = state["source_ids"][str(i)]["EvidenceRecord"]
+            bind.merge(self._run("bind", {**ids, "Template": templates, "EvidenceRecord": evidence}))
+        bindings = bind.verified
+        if not bindings and not bind.rejected:
             bp = self._blueprint()
             raise ContractError(
-                f"no evidence of source {bp.sources[0]['kind']!r} admits a question for {', '.join(bp.capabilities)}: "
+                f"no evidence of source {_kinds(bp)} admits a question for {', '.join(bp.capabilities)}: "
                 f"the source registers none of the facts these templates need",
                 hint="`forge resources` lists what each source registers; choose capabilities it can support")
         self._require("bind", bind, "binding")
-        update: dict[str, Any] = {"ids": {"Template": tpl.verified, "Binding": bind.verified}}
-        extra = self._extra_units(bind.verified, state)
+        update: dict[str, Any] = {"ids": {"Template": tpl.verified, "Binding": bindings},
+                                  "collected": dict(state["units"])}
+        extra = self._extra_units(bindings, state)
         if extra:
-            update["units"] = state["units"] + extra
+            update["units"] = {i: n + extra.get(i, 0) for i, n in state["units"].items()}
             update["topups"] = state.get("topups", 0) + 1
-            update["notes"] = [f"composition short of its targets: collecting {extra} more units"]
+            update["notes"] = [f"composition short of its targets: collecting {sum(extra.values())} more units"]
             self.progress.stage(f"   {update['notes'][0]}")
         return update
 
+    def _templates_for(self, index: int, template_ids: list[str]) -> list[str]:
+        """Templates of the families source ``index`` serves, plus those of the intent's folders."""
+        if self.workflow.sources == 1:
+            return template_ids
+        families = set(self._families[index])
+        self.executor.preload(template_ids)
+        return [t for t in template_ids if _family(self.executor.load(t).file) in families | {None}]
+
     def wants_more(self, state: BuildState) -> str:
-        return "more" if state.get("units", 0) > self._collected_units else "enough"
+        return "more" if _more(state) else "enough"
 
     def s4_realize(self, state: BuildState) -> dict[str, Any]:
         ids = state["ids"]
@@ -247,22 +284,30 @@ class StageRunner:
     def _blueprint(self):
         return self.executor.load(self.results["blueprint"].verified[0])
 
-    def _extra_units(self, binding_ids: list[str], state: BuildState) -> int:
-        """More source units when some capability has fewer bindings than its target needs."""
-        units = state["units"]
-        self._collected_units = units
+    def _growable(self, state: BuildState) -> dict[str, int]:
+        """Units per source that may grow: not when the source decides its own count (a folder)
+        or the intent gives it, nor after MAX_TOPUPS top-ups."""
+        if state.get("topups", 0) >= MAX_TOPUPS:
+            return {}
         bp = self._blueprint()
-        if state.get("topups", 0) >= MAX_TOPUPS or bp.sources[0].get(self.scale["field"] + "_given"):
-            return 0
+        return {i: n for i, n in state["units"].items()
+                if not bp.sources[int(i)].get(self.scales[int(i)]["field"] + "_given")}
+
+    def _extra_units(self, binding_ids: list[str], state: BuildState) -> dict[str, int]:
+        """More units per source when some capability has fewer bindings than its target needs."""
+        growable = self._growable(state)
+        if not growable:
+            return {}
+        bp = self._blueprint()
         have = expected_yield(self._binding_summaries(binding_ids))
         ratios = [have.get(c, 0) / (t * HEADROOM) for c, t in bp.capability_targets.items() if t > 0]
         worst = min(ratios, default=1.0)
         if worst >= 1.0:
-            return 0
+            return {}
         if worst <= 0.0:
-            return 0  # no unit yields this capability at all; more of them will not help
+            return {}  # no unit yields this capability at all; more of them will not help
         # At least a quarter more: top-ups are few (MAX_TOPUPS), small ones would waste them.
-        return max(math.ceil(units / 4), min(units, math.ceil(units * (1.0 / worst - 1.0) * 1.1)))
+        return {i: max(math.ceil(u / 4), min(u, math.ceil(u * (1.0 / worst - 1.0) * 1.1))) for i, u in growable.items()}
 
     def s5_verify(self, state: BuildState) -> dict[str, Any]:
         """Gates B1, balance, C1 and DUP over the item pool, refilled while a capability is short
@@ -283,33 +328,36 @@ class StageRunner:
         update: dict[str, Any] = {"ids": {"OEItem": pool}}
         extra_units = self._units_for_shortfall(state)
         if extra_units:
-            update.update({"units": state["units"] + extra_units, "topups": state.get("topups", 0) + 1,
-                           "notes": [f"gates left the composition short: collecting {extra_units} more units"]})
+            update.update({"units": {i: n + extra_units.get(i, 0) for i, n in state["units"].items()},
+                           "topups": state.get("topups", 0) + 1,
+                           "notes": [f"gates left the composition short: collecting {sum(extra_units.values())} "
+                                     "more units"]})
             self.progress.stage(f"   {update['notes'][0]}")
         return update
 
-    def _units_for_shortfall(self, state: BuildState) -> int:
+    def _units_for_shortfall(self, state: BuildState) -> dict[str, int]:
         """More source units when, after every gate and refill, a capability is still short and
         each unit has been seen to yield some of it (yield per unit measured on this build)."""
+        growable = self._growable(state)
+        if not growable:
+            return {}
         bp = self._blueprint()
-        if state.get("topups", 0) >= MAX_TOPUPS or bp.sources[0].get(self.scale["field"] + "_given"):
-            return 0
         have: dict[str, int] = {}
         for iid in self.item_stats.get("accepted", []):
             cap = self.executor.load(iid).capability
             have[cap] = have.get(cap, 0) + 1
-        units = state["units"]
         tol = bp.composition_tolerance
         ratios = [have.get(c, 0) / t for c, t in bp.capability_targets.items()
                   if t > 0 and have.get(c, 0) < t * (1 - tol)]
         if not ratios or min(ratios) <= 0.0:
-            return 0
-        return max(math.ceil(units / 4), min(3 * units, math.ceil(units * (1.0 / min(ratios) - 1.0) * 1.2)))
+            return {}
+        return {i: max(math.ceil(u / 4), min(3 * u, math.ceil(u * (1.0 / min(ratios) - 1.0) * 1.2)))
+                for i, u in growable.items()}
 
     def route_after_verify(self, state: BuildState) -> str:
         if self.repair is not None and self.repair.rounds <= self.repair.settings.budget and self._pending_failures():
             return "repair"
-        return "more" if state.get("units", 0) > self._collected_units else "package"
+        return "more" if _more(state) else "package"
 
     def _shortfall(self, accepted: dict[str, Any]) -> int:
         have: dict[str, int] = {}
@@ -459,7 +507,7 @@ class StageRunner:
         if missing:
             failures = self.results.get("template", NodeResult()).errors
             raise DefinitionError(
-                f"no verified template covers {', '.join(missing)} for source {bp.sources[0]['kind']!r}"
+                f"no verified template covers {', '.join(missing)} for source {_kinds(bp)}"
                 + "".join(f"\n  {e}" for e in failures),
                 hint="remove it from the intent, or add a template for it (intent field templates_dirs)",
             )
@@ -472,6 +520,23 @@ class StageRunner:
         for aid, req, _ in sorted(self.store.blocking_failures(ids), key=lambda r: (r[0], r[1])):
             out.setdefault(aid, []).append(req)
         return out
+
+
+def _more(state: BuildState) -> bool:
+    """Whether some source is to give more units than the bindings were made from."""
+    collected = state.get("collected") or {}
+    return any(n > collected.get(i, 0) for i, n in (state.get("units") or {}).items())
+
+
+def _kinds(bp) -> str:
+    return ", ".join(repr(s["kind"]) for s in bp.sources)
+
+
+def _family(label: str) -> str | None:
+    """The template family of a library label ('builtin:tabletop/x.yaml' -> 'tabletop'); None
+    for a template of the intent's own folders, which every source may use."""
+    lib, _, rest = label.partition(":")
+    return None if lib == "dir" else rest.split("/")[0]
 
 
 _STAGE_TITLES = {"S1": "intent blueprinting", "S2": "data collection", "S3": "evidence structuring",

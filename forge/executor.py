@@ -36,6 +36,7 @@ class WorkflowNode:
     skill: SkillSpec
     params: dict[str, Any]
     fanout: list[dict[str, Any]] | None = None  # one invocation per parameter set, per input combination
+    source: int | None = None  # the intent source this node collects or structures (None: shared by all)
 
     @property
     def stage(self) -> str:

@@ -21,6 +21,9 @@ MUTATORS: dict[str, Mutator] = {}
 
 def mutator(name: str) -> Callable[[Mutator], Mutator]:
     def decorate(fn: Mutator) -> Mutator:
+        from forge.registry import register
+
+        register("fault_mutator", name, fn, origin=f"{fn.__module__}.{fn.__qualname__}")
         MUTATORS[name] = fn
         return fn
     return decorate

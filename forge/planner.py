@@ -43,59 +43,92 @@ class Workflow:
     def by_stage(self, stage: str) -> list[WorkflowNode]:
         return [n for n in self.nodes if n.stage == stage]
 
+    def source_node(self, role: str, index: int) -> WorkflowNode:
+        """The node that fills ``role`` for source ``index``."""
+        return self.node(source_role(role, index))
+
+    @property
+    def sources(self) -> int:
+        return 1 + max((n.source or 0 for n in self.nodes), default=0)
+
     def describe(self) -> list[dict[str, Any]]:
         return [{"role": n.role, "skill": n.skill.name, "stage": n.stage,
                  "inputs": {i.name: ("list[" + i.type + "]" if i.many else i.type) for i in n.skill.inputs},
                  "output": n.skill.output} for n in self.nodes]
 
 
+# Roles each source fills with its own skills (named ``role`` for the first source and
+# ``role@i`` for source i); the others are shared by every source.
+SOURCE_ROLES = ("plan", "collect", "structure")
+
+
+def source_role(role: str, index: int) -> str:
+    return role if index == 0 else f"{role}@{index}"
+
+
 def compose(loaded: LoadedIntent, registry: SkillRegistry) -> Workflow:
     intent = loaded.intent
-    source = intent.sources[0]
-    desc = descriptor(source.kind)
-    if desc.track != intent.track:
-        raise CompositionError(f"resource {source.kind!r} serves track {desc.track!r}, the intent asks for {intent.track!r}")
+    kinds = [s.kind for s in intent.sources]
+    twice = sorted({k for k in kinds if kinds.count(k) > 1})
+    if twice:
+        raise CompositionError(f"intent field sources: kind {twice[0]!r} is listed {kinds.count(twice[0])} times; "
+                               "give each kind once (its section takes every setting)")
     unknown_roles = set(intent.skills) - set(OE_ROLES)
     if unknown_roles:
         raise CompositionError(f"intent field skills: unknown roles {sorted(unknown_roles)}; roles are {list(OE_ROLES)}")
     check_compatibility(loaded)
-    chosen = {**OE_DEFAULTS, **desc.workflow, **intent.skills}
     nodes = []
     for role in OE_ROLES:
-        spec = registry.get(chosen[role])
+        if role in SOURCE_ROLES:
+            for index, source in enumerate(intent.sources):
+                desc = descriptor(source.kind)
+                if desc.track != intent.track:
+                    raise CompositionError(f"resource {source.kind!r} serves track {desc.track!r}, "
+                                           f"the intent asks for {intent.track!r}")
+                spec = registry.get({**desc.workflow, **intent.skills}[role])
+                nodes.append(WorkflowNode(source_role(role, index), spec, {}, source=index))
+            continue
+        spec = registry.get({**OE_DEFAULTS, **intent.skills}[role])
         fanout = template_fanout(loaded) if role == "template" else None
         nodes.append(WorkflowNode(role, spec, _node_params(role, loaded), fanout))
     return validate(nodes)
 
 
 def validate(nodes: list[WorkflowNode]) -> Workflow:
-    """Wire nodes by type; raise :class:`CompositionError` on any mismatch."""
+    """Wire nodes by type; raise :class:`CompositionError` on any mismatch.
+
+    A node of one source takes its inputs from producers of the same source or shared ones; a
+    shared node takes them from every producer of the type (one synthesis stage for all sources)."""
     graph = nx.DiGraph()
-    produced: dict[str, WorkflowNode] = {}
-    previous: WorkflowNode | None = None
+    produced: dict[str, list[WorkflowNode]] = {}
+    chain: dict[int | None, WorkflowNode] = {}  # the last node of each source's chain (None: shared)
     for node in nodes:
         spec = node.skill
-        graph.add_node(node.role, skill=spec.name, stage=spec.stage, output=spec.output)
+        graph.add_node(node.role, skill=spec.name, stage=spec.stage, output=spec.output, source=node.source)
+        previous = chain.get(node.source) or chain.get(None)
         if previous is not None and STAGES.index(spec.stage) < STAGES.index(previous.stage):
             raise CompositionError(
                 f"skill {spec.name!r} (role {node.role}, stage {spec.stage}) cannot follow "
                 f"{previous.skill.name!r} (stage {previous.stage}): stages must not go backwards"
             )
         for inp in spec.inputs:
-            producer = produced.get(inp.type)
-            if producer is None:
+            producers = [p for p in produced.get(inp.type, []) if node.source is None or p.source in (None, node.source)]
+            if not producers:
                 upstream = previous.skill if previous else None
-                offered = ", ".join(f"{n.skill.name} -> {n.skill.output}" for n in produced.values()) or "nothing"
+                offered = ", ".join(f"{n.skill.name} -> {n.skill.output}" for ns in produced.values() for n in ns) or "nothing"
                 raise CompositionError(
                     f"skill {spec.name!r} (role {node.role}) needs {inp.type} for parameter {inp.name!r}, "
                     + (f"but upstream skill {upstream.name!r} produces {upstream.output}" if upstream else
                        "but it is the first skill in the workflow")
                     + f"; the workflow so far offers: {offered}"
                 )
-            graph.add_edge(producer.role, node.role, type=inp.type, parameter=inp.name)
+            for producer in producers:
+                graph.add_edge(producer.role, node.role, type=inp.type, parameter=inp.name)
         spec.check_requirements()
-        produced[spec.output] = node
-        previous = node
+        produced.setdefault(spec.output, []).append(node)
+        chain[node.source] = node
+        if node.source is None:
+            chain = {None: node}  # a shared node joins every chain
     if not nx.is_directed_acyclic_graph(graph):
         raise CompositionError("the workflow has a cycle")
     order = list(nx.topological_sort(graph))
@@ -134,7 +167,7 @@ def template_fanout(loaded: LoadedIntent) -> list[dict[str, Any]]:
 
     template_refs = lookup("template_library", "builtin")
 
-    families = descriptor(loaded.intent.sources[0].kind).templates
+    families = sorted({f for s in loaded.intent.sources for f in descriptor(s.kind).templates})
     extra = [loaded.resolve(d) for d in loaded.intent.templates_dirs]
     refs = template_refs(families, extra)
     return [{"template": name, "label": label} for name, (label, _path) in sorted(refs.items())]

@@ -18,6 +18,7 @@ from forge.errors import DefinitionError
 PLUGIN_GROUP = "forge.skills"
 
 _ENTRIES: dict[tuple[str, str], tuple[Any, str]] = {}
+_BY_KIND: dict[str, dict[str, Any]] = {}  # entries() per kind, dropped on every registration
 _LOADED = False
 
 
@@ -29,6 +30,7 @@ def register(kind: str, name: str, obj: Any, origin: str | None = None) -> Any:
     if key in _ENTRIES and _ENTRIES[key][0] is not obj:
         raise DefinitionError(f"{kind}:{name} is registered twice: by {_ENTRIES[key][1]} and by {origin}")
     _ENTRIES[key] = (obj, origin)
+    _BY_KIND.pop(kind, None)
     return obj
 
 
@@ -47,7 +49,10 @@ def entries(kind: str) -> dict[str, Any]:
     """Every object registered under ``kind``, by name, in the order they were registered (the
     built-in plugin first)."""
     load_plugins()
-    return {n: obj for (k, n), (obj, _) in _ENTRIES.items() if k == kind}
+    found = _BY_KIND.get(kind)
+    if found is None:
+        found = _BY_KIND[kind] = {n: obj for (k, n), (obj, _) in _ENTRIES.items() if k == kind}
+    return found
 
 
 def origin(kind: str, name: str) -> str:

@@ -58,10 +58,6 @@ SCOPES = {
     "final_rejection": "none: the lineage is terminated and its records kept",
 }
 
-# Artifact types whose content is registered evidence: never edited, only rebuilt by their producer.
-EVIDENCE_TYPES = {"SourceRecord", "EvidenceRecord", "StateRecord", "SceneSpec", "ImageUnit", "ImageRecord"}
-
-
 class RepairInvariantError(ForgeError):
     """A repair tried to do what repairs may never do."""
 
@@ -108,11 +104,16 @@ class RepairSettings:
 class RepairLoop:
     """One instance per build; ``round`` is called by the stage graph until nothing is pending."""
 
-    def __init__(self, store: Store, executor: Executor, nodes: dict[str, WorkflowNode], settings: RepairSettings,
+    def __init__(self, store: Store, executor: Executor, workflow: Any, settings: RepairSettings,
                  build_id: str, guard: str) -> None:
         self.store = store
         self.executor = executor
-        self.nodes = nodes  # role -> workflow node
+        self.workflow = workflow
+        self.nodes: dict[str, WorkflowNode] = {n.role: n for n in workflow.nodes}
+        # What sources' own skills produce is registered evidence: never edited, only rebuilt by its producer.
+        self.evidence_types = {n.skill.output for n in workflow.nodes if n.source is not None}
+        # What the final node gathers is the track's item type.
+        self.item_type = next((i.type for n in reversed(workflow.nodes) for i in n.skill.inputs if i.many), "")
         self.settings = settings
         self.build_id = build_id
         self.guard = guard  # digest of contracts and gate settings, checked after every round
@@ -225,7 +226,7 @@ class RepairLoop:
             info = {"operator": operator, "violated": d.requirement, "prior": d.artifact, "attempt": d.attempt,
                     "root": d.root}
             if operator == "local_field_repair":
-                if d.type in EVIDENCE_TYPES:
+                if d.type in self.evidence_types:
                     raise RepairInvariantError(f"{d.type} {d.artifact[:12]}: evidence is never edited in place")
                 if d.type == "OEItem":
                     invs.append(self._operator("repair.local_field_item", {"item": d.artifact}, d, info))
@@ -287,30 +288,29 @@ class RepairLoop:
         not first productions."""
         ex = self.executor
         ex.preload(new_ids)
-        by_type: dict[str, list[str]] = {}
+        fresh: dict[str, list[str]] = {}
         for aid in new_ids:
-            by_type.setdefault(ex.load(aid).TYPE, []).append(aid)
+            fresh.setdefault(ex.load(aid).TYPE, []).append(aid)
         rebuilt: list[str] = []
-        items = list(by_type.get("OEItem", []))
-        source_type = self.nodes["collect"].skill.output
-        sources = by_type.get(source_type, [])
-        if sources:
-            r = ex.run(ex.invocations(self.nodes["structure"], {source_type: sources}, repair=info),
-                       label="repair rebuild S3")
-            rebuilt += r.verified + r.rejected
-            by_type.setdefault("EvidenceRecord", []).extend(r.verified)
-        evidence = by_type.get("EvidenceRecord", [])
-        if evidence:
-            r = ex.run(ex.invocations(self.nodes["bind"], {"Template": templates, "EvidenceRecord": evidence},
-                                      repair=info), label="repair rebuild bind")
-            rebuilt += r.verified + r.rejected
-            by_type.setdefault("Binding", []).extend(r.verified)
-        bindings = by_type.get("Binding", [])
-        if bindings:
-            r = ex.run(ex.invocations(self.nodes["realize"], {"Binding": bindings}, repair=info),
-                       label="repair rebuild items")
-            rebuilt += r.verified + r.rejected
-            items += r.verified
+        items = list(fresh.get(self.item_type, []))
+        context = {"Template": templates}  # what descendants take besides the fresh artifacts
+        # Walk the workflow graph in stage order: every node that consumes a fresh type runs on the
+        # fresh artifacts (and the context), and what it makes is fresh for the nodes below. Nodes
+        # that gather a whole type (the package) are left to the stage loop.
+        for node in self.workflow.nodes:
+            inputs = node.skill.inputs
+            if any(i.many for i in inputs) or not any(i.type in fresh for i in inputs):
+                continue
+            available = {**context, **{i.type: fresh[i.type] for i in inputs if i.type in fresh}}
+            if any(i.type not in available for i in inputs):
+                continue
+            r = ex.run(ex.invocations(node, available, repair=info), label=f"repair rebuild {node.role}")
+            made = [a for a in r.verified + r.rejected if a not in rebuilt]
+            rebuilt += made
+            out = fresh.setdefault(node.skill.output, [])
+            out += [a for a in r.verified if a not in out]
+            if node.skill.output == self.item_type:
+                items += [a for a in r.verified if a not in items]
         return items, rebuilt
 
     def _write(self, diags: list[Diagnosis]) -> None:

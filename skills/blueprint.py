@@ -40,7 +40,8 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
             entry["scenes_given"] = True  # the source decides; more units cannot be made
         elif entry.get("scenes") is None:
             views = int(getattr(src, "views", 1))
-            entry["scenes"] = max(2, math.ceil(oe.items / (views * ITEMS_PER_VIEW_ESTIMATE)))
+            # Sources share the items: each is first sized for its share (top-ups follow the yield).
+            entry["scenes"] = max(2, math.ceil(oe.items / len(intent.sources) / (views * ITEMS_PER_VIEW_ESTIMATE)))
         sources.append(entry)
     unavailable = _unavailable(intent)
     wanted = [c for c in oe.capabilities if c not in unavailable]

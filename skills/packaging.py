@@ -63,7 +63,7 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
                             "answer_indices": item.answer_indices, "answer_value": item.answer_value, "targets": item.targets,
                             "options": item.options, "scoring": item.scoring, "capability": item.capability,
                             "question_type": item.question_type, "template": item.template})
-    composition = _composition(blueprint, [it for _, it in selected])
+    composition = _composition(blueprint, [it for _, it in selected], [_source_kind(ctx, it) for _, it in selected])
     if referenced:
         composition["media_referenced"] = referenced
     if review:
@@ -174,7 +174,12 @@ def _within(achieved: int, target: int, tolerance: float) -> bool:
     return target - max(1, round(target * tolerance)) <= achieved <= target
 
 
-def _composition(blueprint: Blueprint, items: list[OEItem]) -> dict[str, Any]:
+def _source_kind(ctx: SkillContext, item: OEItem) -> str:
+    """The source kind an item's evidence was collected from."""
+    return ctx.load(ctx.load(item.evidence).source).source_kind
+
+
+def _composition(blueprint: Blueprint, items: list[OEItem], kinds: list[str]) -> dict[str, Any]:
     caps = Counter(i.capability for i in items)
     qts = Counter(i.question_type for i in items)
     tpls = Counter(i.template for i in items)
@@ -191,6 +196,9 @@ def _composition(blueprint: Blueprint, items: list[OEItem]) -> dict[str, Any]:
                          for c, t in sorted(blueprint.capability_targets.items())},
         **({"unavailable": dict(sorted(blueprint.unavailable.items()))} if blueprint.unavailable else {}),
         "question_types": dict(sorted(qts.items())),
+        "sources": {kind: {"items": n, "capabilities": dict(sorted(Counter(i.capability for i, k in zip(items, kinds)
+                                                                          if k == kind).items()))}
+                    for kind, n in sorted(Counter(kinds).items())},
         "templates": dict(sorted(tpls.items())),
         "answer_positions": {t: {str(k): v for (tt, k), v in sorted(answers.items(), key=lambda x: (x[0][0], str(x[0][1])))
                                  if tt == t} for t in sorted(tpls)},
@@ -205,6 +213,9 @@ def _readme(blueprint: Blueprint, composition: dict[str, Any], mod: str) -> str:
              "| capability | target | achieved | within tolerance |", "|---|---|---|---|"]
     for cap, row in composition["capabilities"].items():
         lines.append(f"| {cap} | {row['target']} | {row['achieved']} | {'yes' if row['within_tolerance'] else 'no'} |")
+    if len(composition["sources"]) > 1:
+        lines += ["", "Items per source: " + ", ".join(f"{k} {v['items']}" for k, v in composition["sources"].items())
+                  + "."]
     for cap, why in composition.get("unavailable", {}).items():
         lines += ["", f"Asked for but not included: {cap}. {why[0].upper() + why[1:]}; its share went to the "
                       "other capabilities."]

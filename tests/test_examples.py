@@ -3,6 +3,7 @@ re-verification (scaled down in item count to keep the suite quick)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,8 @@ from tests.conftest import run_build
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EMBODIMENTS = {"tabletop_spatial": "arm", "household_robot": "household robot", "mobile_robot": "mobile robot",
-               "quadruped": "quadruped", "vehicle": "vehicle", "uav_aerial": "UAV (real aerial images)"}
+               "quadruped": "quadruped", "vehicle": "vehicle", "uav_aerial": "UAV (real aerial images)",
+               "uav_mixed": "UAV (simulated flights and real aerial images)"}
 
 
 def test_an_example_for_every_embodiment():
@@ -39,3 +41,9 @@ def test_example_builds_and_reverifies(name, tmp_path):
         report = reverify_package(s, package)
     assert report["invalid"] == 0, report["reasons"]
     assert summary["items_released"] >= 0.9 * data["oe"]["items"]
+    composition = json.loads((package / "composition.json").read_text())
+    assert set(composition["sources"]) == {s["kind"] for s in data["sources"]}
+    assert sum(s["items"] for s in composition["sources"].values()) == composition["items"]
+    if len(data["sources"]) > 1:  # every source contributes, and each is collected by its own skills
+        assert all(s["items"] > 0 for s in composition["sources"].values())
+        assert {"collect", "collect@1"} <= set(summary["nodes"])

@@ -46,9 +46,13 @@ def test_evidence_is_never_edited_in_place(faulted):
     from forge.repair import RepairLoop, RepairSettings
     from forge.contracts import ContractBook
     from forge.executor import Executor
+    from forge.intent import load_intent
+    from forge.planner import compose
+    from forge.skills import discover
 
+    workflow = compose(load_intent(fb.root / "intent.yaml"), discover())
     with Store(fb.root / "store2") as store:
-        loop = RepairLoop(store, Executor(store, ContractBook.load(), "x"), {}, RepairSettings(), "x", "g")
+        loop = RepairLoop(store, Executor(store, ContractBook.load(), "x"), workflow, RepairSettings(), "x", "g")
         d = Diagnosis(bad, "EvidenceRecord", "EV-3", "invalid_evidence", bad, "structure.rendered_evidence", "",
                       "local_field_repair", 1, bad)
         with pytest.raises(RepairInvariantError, match="never edited"):
