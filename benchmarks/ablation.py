@@ -45,7 +45,7 @@ def shortcut_templates(store: Store, package: Path, margin: float = 0.15, alpha:
     import json
 
     from forge.artifact_types import OEItem
-    from forge.blind import blind_report
+    from forge_skills.blind_solvers import blind_report
 
     by_template: dict[str, list] = {}
     for line in open(package / "answers.jsonl"):

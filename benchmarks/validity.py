@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from forge.artifact_types import EvidenceRecord, ImageRecord, OEItem, SourceRecord
-from forge.blind import SOLVERS, blind_report
+from forge_skills.blind_solvers import SOLVERS, blind_report
 from forge.store import Store
 from forge_skills.admission import naming_problem, named_slots, shown_views, slot_names, visibility_problem
 from forge_skills.answer_rules import FactTable, rule_for

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from forge.contracts import ContractBook
-from forge.control import StageRunner, stage_graph
 from forge.errors import DefinitionError, ForgeError
 from forge.faults import FaultPlan
 from forge.executor import Executor
-from forge.gates import GateLog
+from forge.gatelog import GateLog
 from forge.intent import load_intent
 from forge.packaging import export
 from forge.planner import compose, extra_contract_dirs
@@ -26,6 +25,7 @@ from forge.resources import descriptor
 from forge.refs import forced_scope, resolve
 from forge.skills import discover
 from forge.store import Store
+from forge.tracks import track
 
 
 ABLATIONS = ("final-stage-only", "no-contracts", "no-blind-eval", "no-repair")
@@ -82,14 +82,12 @@ def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[
             policy = loaded.intent.repair
             repair = RepairLoop(store, executor, workflow,
                                 RepairSettings(policy.budget, policy.escalate_after), build_id,
-                                guard=_guard(contracts, gates))
-        runner = StageRunner(workflow, executor, store, gates, progress, log, sources, repair=repair,
-                             ablate=options.ablate)
+                                guard=_guard(contracts, gates), skills=track(loaded.intent.track).repair_skills)
+        runner = track(loaded.intent.track).runner(workflow, executor, store, gates, progress, log, sources,
+                                                   repair=repair, ablate=options.ablate)
         try:
-            state = stage_graph(runner).invoke({"ids": {}, "stage_seconds": {}, "notes": [], "units": {}, "collected": {},
-                                                "source_ids": {}, "topups": 0},
-                                               {"recursion_limit": 50})
-            pkg = executor.load(state["ids"]["Package"][0])
+            state = runner.run()
+            pkg = executor.load(runner.package_id(state))
             path, written = export(store, pkg, Path(options.out_dir))
         except ForgeError as exc:
             log.flush(store)
@@ -98,10 +96,9 @@ def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[
         finally:
             executor.close()
             progress.close()
-        summary = _summary(runner, state, build_id, store_dir, path, written, time.perf_counter() - t0, pkg)
+        summary = _summary(runner, state, build_id, store_dir, path, written, time.perf_counter() - t0, pkg,
+                           [s.kind for s in loaded.intent.sources])
         summary["ablate"] = options.ablate
-        if repair is not None:
-            summary["repair"] = repair.summary(set(runner.item_stats.get("accepted", [])), runner.verified_before_repair)
         store.end_build(build_id, "ok", summary)
     return summary
 
@@ -112,15 +109,11 @@ def _guard(contracts: ContractBook, gates: dict[str, Any]) -> str:
     return digest(sorted((t, contracts.version(t)) for t in contracts.contracts), gates)
 
 
-def _summary(runner: StageRunner, state: dict[str, Any], build_id: str, store_dir: Path, path: Path,
-             written: bool, seconds: float, pkg) -> dict[str, Any]:
+def _summary(runner, state: dict[str, Any], build_id: str, store_dir: Path, path: Path, written: bool,
+             seconds: float, pkg, kinds: list[str]) -> dict[str, Any]:
+    """What ran and what it made; the track's runner adds its own counters (items, gates)."""
     res = runner.results
-    stats = runner.item_stats
-    accepted = stats.get("accepted", [])
-    replaced = runner._replaced
-    contract_rejected = [i for i in stats.get("contract_rejected", []) if i not in replaced]
-    blind_held = [i for i in stats.get("blind_held", []) if i not in replaced]
-    rejected = len(contract_rejected) + len(stats.get("grey_held", [])) + len(blind_held)
+    units = state.get("units") or {}
     return {
         "build_id": build_id,
         "store": str(store_dir),
@@ -129,34 +122,12 @@ def _summary(runner: StageRunner, state: dict[str, Any], build_id: str, store_di
         "artifacts_reused": sum(r.reused for r in res.values()),
         "artifacts_created": sum(r.created for r in res.values()),
         "artifacts_reverified": sum(r.reverified for r in res.values()),
-        "units_collected": sum((state.get("units") or {}).values()),
-        "units_by_source": {kind: (state.get("units") or {}).get(str(i), 0) for i, kind in enumerate(runner.source_kinds)},
+        "units_collected": sum(units.values()),
+        "units_by_source": {kind: units.get(str(i), 0) for i, kind in enumerate(kinds)},
         "topups": state.get("topups", 0),
         "notes": state.get("notes", []),
-        "bindings": stats.get("bindings", 0),
-        "items_candidates": stats.get("candidates", 0),
-        "items_accepted": len(accepted),
-        "items_rejected": rejected,
-        "items_released": pkg.counts["items"],
-        # Candidates end rejected (contracts, gates A and C1), held (duplicate, dependent or
-        # over-represented answers) or accepted; the composition releases what it needs of the
-        # accepted ones, the rest stay in the store for later builds.
-        "items_held": stats.get("duplicates", 0) + stats.get("dependent", 0) + stats.get("balance_held", 0),
-        "items_not_needed": max(0, len(accepted) - pkg.counts["items"]),
-        "artifacts_repaired": len(replaced),
-        "items_near_duplicates": stats.get("duplicates", 0),
-        "items_dependent": stats.get("dependent", 0),
-        "items_held_for_balance": stats.get("balance_held", 0),
-        "items_refilled": stats.get("refilled", 0),
+        **runner.summary(state),
         "composition_met": _composition_met(path),
-        "capabilities_unavailable": runner._blueprint().unavailable if "blueprint" in runner.results else {},
-        "rejections": {"contracts": len(contract_rejected),
-                       "gate_A": len(stats.get("grey_held", [])), "gate_C1": len(blind_held)},
-        "gates": runner.log.counts,
-        "templates": {t: {"grey_batch": "pass" if ok else "fail",
-                          "blind": {k: runner.blind_reports.get(t, {}).get(k)
-                                    for k in ("items", "chance", "best_solver", "best_accuracy", "flagged")}}
-                      for t, ok in sorted(runner.grey.items())},
         "nodes": {role: {"executed": r.executed, "reused": r.reused, "created": r.created, "rejected": len(r.rejected),
                          "failed": r.failed, "seconds": round(r.seconds, 3)} for role, r in res.items()},
         "errors": [e for r in res.values() for e in r.errors][:20],

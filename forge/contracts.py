@@ -142,18 +142,18 @@ class ContractBook:
                     raise DefinitionError(f"{f}: requirement {req.id}: unknown check {req.check!r}")
             by_type.setdefault(parsed.artifact_type, []).append((f, parsed))
         contracts = {}
-        for type_name, entries in by_type.items():
-            reqs = [r for _, c in entries for r in c.requirements]
+        for type_name, found in by_type.items():
+            reqs = [r for _, c in found for r in c.requirements]
             ids = [r.id for r in reqs]
             dup = {i for i in ids if ids.count(i) > 1}
             if dup:
                 raise DefinitionError(f"contracts for {type_name}: requirement ids defined twice: {sorted(dup)}")
             check_modules = sorted({CHECKS[r.check].__module__ for r in reqs})
             version = digest(
-                [file_digest(str(f)) for f, _ in entries],
+                [file_digest(str(f)) for f, _ in found],
                 [module_version(m) if m.startswith("forge_") else m for m in check_modules],
             )
-            contracts[type_name] = Contract(type_name, reqs, version, [str(f) for f, _ in entries])
+            contracts[type_name] = Contract(type_name, reqs, version, [str(f) for f, _ in found])
         return cls(contracts)
 
     def version(self, type_name: str) -> str:

@@ -11,76 +11,18 @@ import re
 import typing
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from forge.errors import DefinitionError, IntentError
 from forge.keys import digest
 from forge.sources import source_kinds
-from forge.vocabulary import capabilities, question_types
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class OESpec(_Strict):
-    """What the Offline-EQA track should contain."""
-
-    items: int = Field(2000, ge=1, le=200_000)
-    focus: str | None = Field(None, description="what to evaluate, in free text; mapped to capabilities by the "
-                                                "capability catalogue when `capabilities` is absent")
-    capabilities: list[str] = Field(min_length=1, description="capabilities to cover; derived from `focus` when absent")
-    question_types: list[str] = Field(min_length=1)
-    templates: list[str] | Literal["all"] = "all"
-    weights: dict[str, float] = Field(default_factory=dict, description="relative share of a capability's items "
-                                                                       "(1 when absent), e.g. {counting: 0.5}")
-    tolerance: float = Field(0.05, ge=0.0, le=1.0, description="allowed shortfall of each capability target, as a "
-                                                               "fraction of the target, before composition is reported unmet")
-
-    @model_validator(mode="after")
-    def _weights_name_capabilities(self) -> "OESpec":
-        unknown = sorted(set(self.weights) - set(self.capabilities))
-        if unknown:
-            raise ValueError(f"weights name capabilities the intent does not ask for: {unknown}")
-        if any(w <= 0 for w in self.weights.values()):
-            raise ValueError("weights must be positive")
-        return self
-
-    @model_validator(mode="before")
-    @classmethod
-    def _capabilities_from_focus(cls, data: Any) -> Any:
-        if isinstance(data, dict) and not data.get("capabilities") and isinstance(data.get("focus"), str):
-            from forge.capability_catalogue import capabilities_from_text
-
-            found = capabilities_from_text(data["focus"])
-            if not found:
-                raise ValueError("focus names no capability the catalogue knows; list `capabilities` explicitly "
-                                 f"(known: {sorted(capabilities())})")
-            data = {**data, "capabilities": list(found)}
-        return data
-
-    @field_validator("capabilities")
-    @classmethod
-    def _known_capabilities(cls, value: list[str]) -> list[str]:
-        known = capabilities()
-        unknown = [c for c in value if c not in known]
-        if unknown:
-            raise ValueError(f"unknown capabilities {unknown}{did_you_mean(unknown, known)}; "
-                             f"known: {sorted(known)}")
-        return value
-
-    @field_validator("question_types")
-    @classmethod
-    def _known_question_types(cls, value: list[str]) -> list[str]:
-        known = question_types()
-        unknown = [q for q in value if q not in known]
-        if unknown:
-            raise ValueError(f"unknown question types {unknown}{did_you_mean(unknown, known)}; "
-                             f"known: {sorted(known)}")
-        return value
 
 
 class GateSettings(_Strict):
@@ -105,13 +47,31 @@ class IntentBase(_Strict):
     version: str = Field("0.1.0", pattern=r"^[0-9]+(\.[0-9]+)*$")
     description: str = ""
     seed: int = 0
-    track: Literal["oe"] = "oe"
-    oe: OESpec
     gates: GateSettings = GateSettings()
     repair: RepairPolicy = RepairPolicy()
     contracts: list[str] = Field(default_factory=list, description="extra contract folders, relative to the intent")
     templates_dirs: list[str] = Field(default_factory=list, description="extra template folders, relative to the intent")
     skills: dict[str, str] = Field(default_factory=dict, description="role -> skill name overrides")
+
+    @model_validator(mode="after")
+    def _track_has_its_section(self) -> "IntentBase":
+        spec = _tracks().get(self.track)
+        if spec is not None and spec.section and getattr(self, spec.section, None) is None:
+            raise ValueError(f"track {self.track!r} needs its section {spec.section!r}")
+        return self
+
+
+def _tracks() -> dict[str, Any]:
+    from forge.registry import entries
+
+    return entries("track")
+
+
+def _known_track(value: str) -> str:
+    known = _tracks()
+    if value not in known:
+        raise ValueError(f"unknown track {value!r}{did_you_mean([value], known)}; known: {sorted(known)}")
+    return value
 
 
 @lru_cache(maxsize=1)
@@ -122,7 +82,17 @@ def intent_model() -> type[IntentBase]:
     if not kinds:
         raise DefinitionError("no source kind is registered (is the builtin plugin installed?)")
     member = kinds[0] if len(kinds) == 1 else Annotated[Union[kinds], Field(discriminator="kind")]
+    tracks = _tracks()
+    if not tracks:
+        raise DefinitionError("no track is registered (is the builtin plugin installed?)")
+    # Each track's own section; required when it is the only track that has one.
+    sectioned = [t for t in tracks.values() if t.section]
+    sections = {t.section: ((t.section_model, ...) if len(sectioned) == 1 else (t.section_model | None, None))
+                for t in sectioned}
     return create_model("Intent", __base__=IntentBase,
+                        track=(Annotated[str, AfterValidator(_known_track)],
+                               Field(next(iter(tracks)), description=f"the track to build: {', '.join(tracks)}")),
+                        **sections,
                         sources=(list[member], Field(min_length=1, description="where evidence comes from; "
                                                      "each entry is one registered source kind")))
 

@@ -17,16 +17,8 @@ from forge.executor import WorkflowNode
 from forge.intent import LoadedIntent
 from forge.resources import descriptor
 from forge.skills import STAGES, SkillRegistry
+from forge.tracks import track
 
-# The OE track's roles in order; a resource descriptor supplies plan/collect/structure.
-OE_ROLES = ("blueprint", "plan", "collect", "structure", "template", "bind", "realize", "package")
-OE_DEFAULTS = {
-    "blueprint": "blueprint.from_intent",
-    "template": "synthesize.load_template",
-    "bind": "synthesize.bind_template",
-    "realize": "synthesize.realize_item",
-    "package": "package.oe_package",
-}
 
 
 @dataclass
@@ -57,29 +49,28 @@ class Workflow:
                  "output": n.skill.output} for n in self.nodes]
 
 
-# Roles each source fills with its own skills (named ``role`` for the first source and
-# ``role@i`` for source i); the others are shared by every source.
-SOURCE_ROLES = ("plan", "collect", "structure")
-
-
 def source_role(role: str, index: int) -> str:
     return role if index == 0 else f"{role}@{index}"
 
 
 def compose(loaded: LoadedIntent, registry: SkillRegistry) -> Workflow:
+    """The intent's track's roles filled with skills: a source's roles once per source (named
+    ``role`` for the first and ``role@i`` for source i) from its descriptor, the others from the
+    track's defaults; ``intent.skills`` overrides either."""
     intent = loaded.intent
+    spec_of = track(intent.track)
     kinds = [s.kind for s in intent.sources]
     twice = sorted({k for k in kinds if kinds.count(k) > 1})
     if twice:
         raise CompositionError(f"intent field sources: kind {twice[0]!r} is listed {kinds.count(twice[0])} times; "
                                "give each kind once (its section takes every setting)")
-    unknown_roles = set(intent.skills) - set(OE_ROLES)
+    unknown_roles = set(intent.skills) - set(spec_of.roles)
     if unknown_roles:
-        raise CompositionError(f"intent field skills: unknown roles {sorted(unknown_roles)}; roles are {list(OE_ROLES)}")
-    check_compatibility(loaded)
+        raise CompositionError(f"intent field skills: unknown roles {sorted(unknown_roles)}; roles are {list(spec_of.roles)}")
+    spec_of.check_intent(loaded)
     nodes = []
-    for role in OE_ROLES:
-        if role in SOURCE_ROLES:
+    for role in spec_of.roles:
+        if role in spec_of.source_roles:
             for index, source in enumerate(intent.sources):
                 desc = descriptor(source.kind)
                 if desc.track != intent.track:
@@ -88,9 +79,8 @@ def compose(loaded: LoadedIntent, registry: SkillRegistry) -> Workflow:
                 spec = registry.get({**desc.workflow, **intent.skills}[role])
                 nodes.append(WorkflowNode(source_role(role, index), spec, {}, source=index))
             continue
-        spec = registry.get({**OE_DEFAULTS, **intent.skills}[role])
-        fanout = template_fanout(loaded) if role == "template" else None
-        nodes.append(WorkflowNode(role, spec, _node_params(role, loaded), fanout))
+        spec = registry.get({**spec_of.defaults, **intent.skills}[role])
+        nodes.append(WorkflowNode(role, spec, spec_of.node_params(role, loaded), spec_of.node_fanout(role, loaded)))
     return validate(nodes)
 
 
@@ -136,17 +126,9 @@ def validate(nodes: list[WorkflowNode]) -> Workflow:
     return Workflow(ordered, graph)
 
 
-def _node_params(role: str, loaded: LoadedIntent) -> dict[str, Any]:
-    if role == "blueprint":
-        # Folder sources are read relative to the intent; simulated ones do not depend on where it lies.
-        # A folder's listing (names, sizes, modification times) is part of the blueprint's identity,
-        # so adding or replacing a file re-plans the units instead of reusing a stale plan.
-        folders = [getattr(s, f) for s in loaded.intent.sources for f in type(s).FOLDERS if getattr(s, f, None)]
-        if not folders:
-            return {"intent": loaded.raw}
-        return {"intent": loaded.raw, "base_dir": str(loaded.path.parent),
-                "folder_listing": folder_listing([loaded.resolve(f) for f in folders])}
-    return {}
+def intent_folders(loaded: LoadedIntent) -> list[Path]:
+    """The folders the intent's sources read (their FOLDERS fields), resolved from the intent."""
+    return [loaded.resolve(getattr(s, f)) for s in loaded.intent.sources for f in type(s).FOLDERS if getattr(s, f, None)]
 
 
 def folder_listing(roots: list[Path]) -> str:
@@ -161,66 +143,12 @@ def folder_listing(roots: list[Path]) -> str:
     return digest(entries)
 
 
-def template_fanout(loaded: LoadedIntent) -> list[dict[str, Any]]:
-    """One parameter set per template file of the source's family plus the user's folders."""
-    from forge.registry import lookup
-
-    template_refs = lookup("template_library", "builtin")
-
-    families = sorted({f for s in loaded.intent.sources for f in descriptor(s.kind).templates})
-    extra = [loaded.resolve(d) for d in loaded.intent.templates_dirs]
-    refs = template_refs(families, extra)
-    return [{"template": name, "label": label} for name, (label, _path) in sorted(refs.items())]
-
-
 def available_templates(loaded: LoadedIntent) -> list[dict[str, Any]]:
     """Every readable template the intent's sources and template folders offer."""
     from forge.registry import lookup
 
     families = sorted({f for s in loaded.intent.sources for f in descriptor(s.kind).templates})
     return lookup("template_catalogue", "builtin")(families, [loaded.resolve(d) for d in loaded.intent.templates_dirs])
-
-
-def check_compatibility(loaded: LoadedIntent) -> None:
-    """Every asked capability and question type has a template of the intent's sources that
-    pairs it with an asked counterpart, before anything runs; the message lists what would."""
-    oe = loaded.intent.oe
-    rows = available_templates(loaded)
-    kinds = ", ".join(sorted({s.kind for s in loaded.intent.sources}))
-    if oe.templates != "all":
-        known = {r["id"] for r in rows}
-        missing = [t for t in oe.templates if t not in known]
-        if missing:
-            raise CompositionError(f"intent field oe.templates: no template {missing} for source {kinds}; "
-                                   f"available: {sorted(known)}")
-        rows = [r for r in rows if r["id"] in oe.templates]
-    problems = []
-    for cap in oe.capabilities:
-        if cap in _unavailable(loaded):
-            continue
-        pairs = {r["question_type"] for r in rows if r["capability"] == cap}
-        if not pairs & set(oe.question_types):
-            problems.append(f"capability {cap!r}: " + (f"its templates for {kinds} ask {sorted(pairs)} "
-                                                        f"(none of oe.question_types)" if pairs
-                                                        else f"no template for {kinds}"))
-    for qt in oe.question_types:
-        pairs = {r["capability"] for r in rows if r["question_type"] == qt}
-        if not pairs & set(oe.capabilities):
-            problems.append(f"question type {qt!r}: " + (f"its templates for {kinds} test {sorted(pairs)} "
-                                                          f"(none of oe.capabilities)" if pairs
-                                                          else f"no template for {kinds}"))
-    if problems:
-        offered = sorted({(r["capability"], r["question_type"]) for r in rows})
-        raise CompositionError(
-            f"{loaded.path}: the intent asks for what no template of its sources gives:\n  " + "\n  ".join(problems)
-            + "\n  compatible (capability, question type) pairs: "
-            + ", ".join(f"{c}/{q}" for c, q in offered),
-            hint="choose among the compatible pairs, or add a template (intent field templates_dirs); "
-                 "`forge templates` lists them")
-
-
-def _unavailable(loaded: LoadedIntent) -> set[str]:
-    return {c for s in loaded.intent.sources for c in s.unavailable(list(loaded.intent.oe.capabilities))}
 
 
 def extra_contract_dirs(loaded: LoadedIntent) -> list[Path]:

@@ -105,10 +105,12 @@ class RepairLoop:
     """One instance per build; ``round`` is called by the stage graph until nothing is pending."""
 
     def __init__(self, store: Store, executor: Executor, workflow: Any, settings: RepairSettings,
-                 build_id: str, guard: str) -> None:
+                 build_id: str, guard: str, skills: dict[str, str] | None = None) -> None:
         self.store = store
         self.executor = executor
         self.workflow = workflow
+        # The track's skills for each operator step: local_field_item, local_field_binding, rebind, resynthesize_item.
+        self.skills = skills or {}
         self.nodes: dict[str, WorkflowNode] = {n.role: n for n in workflow.nodes}
         # What sources' own skills produce is registered evidence: never edited, only rebuilt by its producer.
         self.evidence_types = {n.skill.output for n in workflow.nodes if n.source is not None}
@@ -162,8 +164,7 @@ class RepairLoop:
         lineage = [aid, *self.store.ancestors([aid])]
         statuses = self.store.artifact_statuses(lineage)
         bad = [a for a in lineage if statuses.get(a, ("", "verified", None))[1] == "rejected"]
-        order = ["Blueprint", "SceneSpec", "ImageUnit", "SourceRecord", "ImageRecord", "EvidenceRecord", "Template",
-                 "Binding", "OEItem"]
+        order = [n.skill.output for n in self.workflow.nodes]  # upstream first, as the workflow runs
         bad.sort(key=lambda a: order.index(statuses[a][0]) if statuses[a][0] in order else 99)
         return bad[0] if bad else aid
 
@@ -228,15 +229,15 @@ class RepairLoop:
             if operator == "local_field_repair":
                 if d.type in self.evidence_types:
                     raise RepairInvariantError(f"{d.type} {d.artifact[:12]}: evidence is never edited in place")
-                if d.type == "OEItem":
-                    invs.append(self._operator("repair.local_field_item", {"item": d.artifact}, d, info))
+                if d.type == self.item_type:
+                    invs.append(self._operator(self._skill("local_field_item"), {"item": d.artifact}, d, info))
                 else:
-                    invs.append(self._operator("repair.local_field_binding", {"binding": d.artifact}, d, info))
+                    invs.append(self._operator(self._skill("local_field_binding"), {"binding": d.artifact}, d, info))
             elif operator == "template_rebinding":
-                invs.append(self._operator("repair.rebind", {"binding": d.artifact}, d, info))
+                invs.append(self._operator(self._skill("rebind"), {"binding": d.artifact}, d, info))
             elif operator == "candidate_resynthesis":
-                binding = d.artifact if d.type == "Binding" else ex.load(d.artifact).binding
-                invs.append(self._operator("repair.resynthesize_item", {"binding": binding}, d, info))
+                binding = d.artifact if d.type != self.item_type else ex.load(d.artifact).binding
+                invs.append(self._operator(self._skill("resynthesize_item"), {"binding": binding}, d, info))
         return ex.run(invs, label=f"repair {operator}")
 
     def _replacements(self, ids: list[str]) -> list[str]:
@@ -312,6 +313,12 @@ class RepairLoop:
             if node.skill.output == self.item_type:
                 items += [a for a in r.verified if a not in items]
         return items, rebuilt
+
+    def _skill(self, step: str) -> str:
+        try:
+            return self.skills[step]
+        except KeyError:
+            raise _Reject(f"the track names no skill for the repair step {step!r}") from None
 
     def _write(self, diags: list[Diagnosis]) -> None:
         batch = Batch()

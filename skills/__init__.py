@@ -17,6 +17,7 @@ from forge_skills import blueprint, packaging, synthesis, tabletop_collect, room
 from forge_skills import image_collect, rules_image, rules_scene  # noqa: F401  (real-image folders; scene answer rules)
 from forge_skills import checks, repair_ops, fault_mutators  # noqa: F401  (contract predicates, repair operators, planted faults)
 from forge_skills import appearance, oe_scorer, reverify, template_library, vocabulary  # noqa: F401
+from forge_skills import oe_track  # noqa: F401  (registers the OE track)
 from forge.registry import entries
 
 from forge_resources.sources import BUILTIN_SOURCES

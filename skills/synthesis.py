@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from forge.artifact_types import Binding, Blueprint, EvidenceRecord, MediaRef, OEItem, Template
-from forge.gates import slot_objects
+from forge_skills.oe_gates import slot_objects
 from forge.keys import file_digest
 from forge.skills import Output, SkillContext, skill
 from forge.vocabulary import question_type

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from forge.artifact_types import EvidenceRecord, OEItem
-from forge.blind import blind_report
+from forge_skills.blind_solvers import blind_report
 from forge.faults import Fault
-from forge.gates import GateLog, independent, independent_items
+from forge.gatelog import GateLog
+from forge_skills.oe_gates import independent, independent_items
 from forge.store import Store
 from forge_skills.admission import admission_problem, visibility_problem
 from forge_skills.answer_rules import FactTable, rule_for

@@ -13,7 +13,6 @@ Responses are scored by the package's own scorer, so every question type is cove
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 import re

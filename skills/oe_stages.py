@@ -1,4 +1,4 @@
-"""The stage loop as a LangGraph ``StateGraph``.
+"""The OE track's stage loop as a LangGraph ``StateGraph``.
 
 Nodes are the stages S1-S5; the graph state carries artifact ids per type, never payloads.
 The DuckDB store is the source of truth, so a killed build resumes by simply running again:
@@ -18,7 +18,8 @@ from langgraph.graph import END, START, StateGraph
 from forge.artifact_types import Template
 from forge.errors import ContractError, DefinitionError, SkillExecutionError
 from forge.executor import Executor, NodeResult
-from forge.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, GateLog, allocate, balance_answers, blind_evaluation, expected_yield,
+from forge.gatelog import GateLog
+from forge_skills.oe_gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, allocate, balance_answers, blind_evaluation, expected_yield,
                          grey_batches, independent_items, judge_grey_batch, near_duplicates, screen_invalid, StoreMemo)
 from forge.planner import Workflow
 from forge.progress import Progress
@@ -81,6 +82,51 @@ class StageRunner:
         self._blind_memo: StoreMemo | None = None  # C1 reports by input digest (persisted in the store)
         self._summaries: dict[str, BindingSummary] = {}  # bindings are immutable: summarize each once
         self._repaired_items: set[str] = set()
+
+    # -- the track runner protocol (forge.tracks.TrackRunner) -------------------------------
+
+    def run(self) -> dict[str, Any]:
+        initial = {"ids": {}, "stage_seconds": {}, "notes": [], "units": {}, "collected": {}, "source_ids": {}, "topups": 0}
+        return stage_graph(self).invoke(initial, {"recursion_limit": 50})
+
+    def package_id(self, state: dict[str, Any]) -> str:
+        return state["ids"]["Package"][0]
+
+    def summary(self, state: dict[str, Any]) -> dict[str, Any]:
+        stats = self.item_stats
+        accepted = stats.get("accepted", [])
+        replaced = self._replaced
+        contract_rejected = [i for i in stats.get("contract_rejected", []) if i not in replaced]
+        blind_held = [i for i in stats.get("blind_held", []) if i not in replaced]
+        released = self.executor.load(self.package_id(state)).counts["items"]
+        out = {
+            "bindings": stats.get("bindings", 0),
+            "items_candidates": stats.get("candidates", 0),
+            "items_accepted": len(accepted),
+            "items_rejected": len(contract_rejected) + len(stats.get("grey_held", [])) + len(blind_held),
+            "items_released": released,
+            # Candidates end rejected (contracts, gates A and C1), held (duplicate, dependent or
+            # over-represented answers) or accepted; the composition releases what it needs of the
+            # accepted ones, the rest stay in the store for later builds.
+            "items_held": stats.get("duplicates", 0) + stats.get("dependent", 0) + stats.get("balance_held", 0),
+            "items_not_needed": max(0, len(accepted) - released),
+            "artifacts_repaired": len(replaced),
+            "items_near_duplicates": stats.get("duplicates", 0),
+            "items_dependent": stats.get("dependent", 0),
+            "items_held_for_balance": stats.get("balance_held", 0),
+            "items_refilled": stats.get("refilled", 0),
+            "capabilities_unavailable": self._blueprint().unavailable if "blueprint" in self.results else {},
+            "rejections": {"contracts": len(contract_rejected),
+                           "gate_A": len(stats.get("grey_held", [])), "gate_C1": len(blind_held)},
+            "gates": self.log.counts,
+            "templates": {t: {"grey_batch": "pass" if ok else "fail",
+                              "blind": {k: self.blind_reports.get(t, {}).get(k)
+                                        for k in ("items", "chance", "best_solver", "best_accuracy", "flagged")}}
+                          for t, ok in sorted(self.grey.items())},
+        }
+        if self.repair is not None:
+            out["repair"] = self.repair.summary(set(accepted), self.verified_before_repair)
+        return out
 
     # -- helpers --------------------------------------------------------------------------
 

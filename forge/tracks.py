@@ -1,0 +1,51 @@
+"""What a track is: the roles of its workflow, the skills that fill them by default, what the
+planner gives each node, the checks an intent of it must pass before anything runs, and the
+stage runner that executes its workflow graph. Tracks are registered as ``track:<name>``; the
+engine knows none by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+
+class TrackRunner(Protocol):
+    """Runs one build's workflow (its stage graph) and reports on it."""
+
+    def run(self) -> dict[str, Any]:
+        """Execute the stage graph; returns the final graph state."""
+
+    def package_id(self, state: dict[str, Any]) -> str:
+        """The artifact id of the package the run produced."""
+
+    def summary(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Counters of what ran, was rejected, held and released (merged into the build summary)."""
+
+
+@dataclass(frozen=True)
+class Track:
+    name: str
+    description: str
+    roles: tuple[str, ...]  # in workflow order
+    source_roles: tuple[str, ...]  # roles every source fills with the skills its descriptor names
+    defaults: dict[str, str]  # role -> skill, for the roles that are not a source's
+    # Builds the stage runner: (workflow, executor, store, gate settings, progress, gate log,
+    # source descriptors, repair loop or None, ablation or None) -> TrackRunner.
+    runner: Callable[..., TrackRunner]
+    # Parameters and fan-out (one invocation per parameter set) of a role's node, from the intent.
+    node_params: Callable[[str, Any], dict[str, Any]] = lambda role, loaded: {}
+    node_fanout: Callable[[str, Any], list[dict[str, Any]] | None] = lambda role, loaded: None
+    # Raises a CompositionError when the intent asks for what the track cannot build from its sources.
+    check_intent: Callable[[Any], None] = lambda loaded: None
+    # Repair operators' skills by operator step (see forge.repair).
+    repair_skills: dict[str, str] = field(default_factory=dict)
+    # The intent section holding what this track should build, and its schema.
+    section: str | None = None
+    section_model: type | None = None
+
+
+def track(name: str) -> Track:
+    from forge.registry import lookup
+
+    return lookup("track", name)

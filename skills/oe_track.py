@@ -1,0 +1,159 @@
+"""The Offline-EQA track: its roles, default skills, what the planner gives its nodes, the
+checks an OE intent passes before anything runs, and its stage runner (``oe_stages``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from forge.errors import CompositionError
+from forge.intent import LoadedIntent, did_you_mean
+from forge.vocabulary import capabilities, question_types
+from forge.planner import available_templates, folder_listing, intent_folders
+from forge.registry import lookup, register
+from forge.resources import descriptor
+from forge.tracks import Track
+from forge_skills.oe_stages import StageRunner
+
+ROLES = ("blueprint", "plan", "collect", "structure", "template", "bind", "realize", "package")
+SOURCE_ROLES = ("plan", "collect", "structure")  # each source's descriptor names these skills
+DEFAULTS = {
+    "blueprint": "blueprint.from_intent",
+    "template": "synthesize.load_template",
+    "bind": "synthesize.bind_template",
+    "realize": "synthesize.realize_item",
+    "package": "package.oe_package",
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OESpec(_Strict):
+    """What the Offline-EQA track should contain."""
+
+    items: int = Field(2000, ge=1, le=200_000)
+    focus: str | None = Field(None, description="what to evaluate, in free text; mapped to capabilities by the "
+                                                "capability catalogue when `capabilities` is absent")
+    capabilities: list[str] = Field(min_length=1, description="capabilities to cover; derived from `focus` when absent")
+    question_types: list[str] = Field(min_length=1)
+    templates: list[str] | Literal["all"] = "all"
+    weights: dict[str, float] = Field(default_factory=dict, description="relative share of a capability's items "
+                                                                       "(1 when absent), e.g. {counting: 0.5}")
+    tolerance: float = Field(0.05, ge=0.0, le=1.0, description="allowed shortfall of each capability target, as a "
+                                                               "fraction of the target, before composition is reported unmet")
+
+    @model_validator(mode="after")
+    def _weights_name_capabilities(self) -> "OESpec":
+        unknown = sorted(set(self.weights) - set(self.capabilities))
+        if unknown:
+            raise ValueError(f"weights name capabilities the intent does not ask for: {unknown}")
+        if any(w <= 0 for w in self.weights.values()):
+            raise ValueError("weights must be positive")
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _capabilities_from_focus(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("capabilities") and isinstance(data.get("focus"), str):
+            from forge.capability_catalogue import capabilities_from_text
+
+            found = capabilities_from_text(data["focus"])
+            if not found:
+                raise ValueError("focus names no capability the catalogue knows; list `capabilities` explicitly "
+                                 f"(known: {sorted(capabilities())})")
+            data = {**data, "capabilities": list(found)}
+        return data
+
+    @field_validator("capabilities")
+    @classmethod
+    def _known_capabilities(cls, value: list[str]) -> list[str]:
+        known = capabilities()
+        unknown = [c for c in value if c not in known]
+        if unknown:
+            raise ValueError(f"unknown capabilities {unknown}{did_you_mean(unknown, known)}; "
+                             f"known: {sorted(known)}")
+        return value
+
+    @field_validator("question_types")
+    @classmethod
+    def _known_question_types(cls, value: list[str]) -> list[str]:
+        known = question_types()
+        unknown = [q for q in value if q not in known]
+        if unknown:
+            raise ValueError(f"unknown question types {unknown}{did_you_mean(unknown, known)}; "
+                             f"known: {sorted(known)}")
+        return value
+
+
+
+def node_params(role: str, loaded: LoadedIntent) -> dict[str, Any]:
+    if role != "blueprint":
+        return {}
+    # Folder sources are read relative to the intent; simulated ones do not depend on where it lies.
+    # A folder's listing (names, sizes, modification times) is part of the blueprint's identity,
+    # so adding or replacing a file re-plans the units instead of reusing a stale plan.
+    folders = intent_folders(loaded)
+    if not folders:
+        return {"intent": loaded.raw}
+    return {"intent": loaded.raw, "base_dir": str(loaded.path.parent), "folder_listing": folder_listing(folders)}
+
+
+def node_fanout(role: str, loaded: LoadedIntent) -> list[dict[str, Any]] | None:
+    """One template invocation per template file of the sources' families plus the user's folders."""
+    if role != "template":
+        return None
+    families = sorted({f for s in loaded.intent.sources for f in descriptor(s.kind).templates})
+    refs = lookup("template_library", "builtin")(families, [loaded.resolve(d) for d in loaded.intent.templates_dirs])
+    return [{"template": name, "label": label} for name, (label, _path) in sorted(refs.items())]
+
+
+def check_compatibility(loaded: LoadedIntent) -> None:
+    """Every asked capability and question type has a template of the intent's sources that
+    pairs it with an asked counterpart, before anything runs; the message lists what would."""
+    oe = loaded.intent.oe
+    rows = available_templates(loaded)
+    kinds = ", ".join(sorted({s.kind for s in loaded.intent.sources}))
+    if oe.templates != "all":
+        known = {r["id"] for r in rows}
+        missing = [t for t in oe.templates if t not in known]
+        if missing:
+            raise CompositionError(f"intent field oe.templates: no template {missing} for source {kinds}; "
+                                   f"available: {sorted(known)}")
+        rows = [r for r in rows if r["id"] in oe.templates]
+    unavailable = {c for s in loaded.intent.sources for c in s.unavailable(list(oe.capabilities))}
+    problems = []
+    for cap in oe.capabilities:
+        if cap in unavailable:
+            continue
+        pairs = {r["question_type"] for r in rows if r["capability"] == cap}
+        if not pairs & set(oe.question_types):
+            problems.append(f"capability {cap!r}: " + (f"its templates for {kinds} ask {sorted(pairs)} "
+                                                        f"(none of oe.question_types)" if pairs
+                                                        else f"no template for {kinds}"))
+    for qt in oe.question_types:
+        pairs = {r["capability"] for r in rows if r["question_type"] == qt}
+        if not pairs & set(oe.capabilities):
+            problems.append(f"question type {qt!r}: " + (f"its templates for {kinds} test {sorted(pairs)} "
+                                                          f"(none of oe.capabilities)" if pairs
+                                                          else f"no template for {kinds}"))
+    if problems:
+        offered = sorted({(r["capability"], r["question_type"]) for r in rows})
+        raise CompositionError(
+            f"{loaded.path}: the intent asks for what no template of its sources gives:\n  " + "\n  ".join(problems)
+            + "\n  compatible (capability, question type) pairs: "
+            + ", ".join(f"{c}/{q}" for c, q in offered),
+            hint="choose among the compatible pairs, or add a template (intent field templates_dirs); "
+                 "`forge templates` lists them")
+
+
+OE_TRACK = Track(
+    name="oe", description="Offline EQA: questions, answers and a scorer over images and trajectories",
+    roles=ROLES, source_roles=SOURCE_ROLES, defaults=DEFAULTS, runner=StageRunner, section="oe", section_model=OESpec,
+    node_params=node_params, node_fanout=node_fanout, check_intent=check_compatibility,
+    repair_skills={"local_field_item": "repair.local_field_item", "local_field_binding": "repair.local_field_binding",
+                   "rebind": "repair.rebind", "resynthesize_item": "repair.resynthesize_item"},
+)
+register("track", "oe", OE_TRACK)
