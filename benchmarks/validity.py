@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from forge.artifact_types import EvidenceRecord, ImageRecord, OEItem, SourceRecord
-from forge_skills.blind_solvers import SOLVERS, blind_report
+from forge_skills.verify.blind_solvers import SOLVERS, blind_report
 from forge.store import Store
-from forge_skills.admission import naming_problem, named_slots, shown_views, slot_names, visibility_problem
-from forge_skills.answer_rules import FactTable, rule_for
-from forge_skills.appearance import MIN_NAMED_PIXELS
-from forge_skills.scene_evidence import measure_evidence
-from forge_skills.template_library import builtin_root, read_template
+from forge_skills.synthesize.admission import naming_problem, named_slots, shown_views, slot_names, visibility_problem
+from forge_skills.synthesize.answer_rules import FactTable, rule_for
+from forge_skills.structure.appearance import MIN_NAMED_PIXELS
+from forge_skills.structure.scene_evidence import measure_evidence
+from forge_skills.synthesize.templates import builtin_root, read_template
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA, MIN_ITEMS = 0.05, 8  # the blind gate's defaults: an excess it would flag

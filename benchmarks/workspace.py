@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from forge.build import BuildOptions
-from forge_skills.template_library import builtin_root
+from forge_skills.synthesize.templates import builtin_root
 
 ROOT = Path(__file__).resolve().parents[1]
 

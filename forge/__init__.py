@@ -1,8 +1,11 @@
 """forge: build verified embodied-AI benchmarks from an evaluation intent.
 
-Reading the package top to bottom follows the pipeline: ``intent`` -> ``artifact_types`` ->
-``skills`` (registry) -> ``planner`` -> ``store`` -> ``contracts`` -> ``executor`` ->
-``gates`` -> ``control`` (the stage loop) -> ``packaging`` -> ``status`` / ``audit``.
+The engine knows no track, source kind, capability or question type by name: plugins register
+them (``registry``; the built-in skills are the ``builtin`` plugin). Reading it in pipeline order:
+``registry`` -> ``intent`` (with ``sources``, ``vocabulary``) -> ``artifact_types`` -> ``skills``
+-> ``tracks`` -> ``planner`` (the workflow graph) -> ``store`` -> ``contracts`` -> ``executor``
+(``invocation`` identity, ``backends`` that run work, the driver-side ``recorder``) ->
+``gatelog`` -> ``repair`` -> ``export`` -> ``status`` / ``audit`` / ``review``.
 """
 
 __version__ = "0.1.0"

@@ -17,7 +17,7 @@ from forge.faults import FaultPlan
 from forge.executor import Executor
 from forge.gatelog import GateLog
 from forge.intent import load_intent
-from forge.packaging import export
+from forge.export import export
 from forge.planner import compose, extra_contract_dirs
 from forge.progress import Progress
 from forge.repair import RepairLoop, RepairSettings

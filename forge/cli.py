@@ -327,7 +327,7 @@ def reverify(package: str, store: str | None, intent: str | None, as_json: bool)
     """Recompute every released answer from raw simulator arrays or dataset files, independently
     of the evidence and construction code; exit 1 when any item is invalid."""
     def run() -> None:
-        from forge.packaging import verify_package
+        from forge.export import verify_package
         from forge.registry import lookup
         from forge.store import DB_NAME, Store
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from forge.packaging import verify_package
+from forge.export import verify_package
 from forge.store import Store
 from forge.status import stale_report
 

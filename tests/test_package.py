@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image
 
 from forge.keys import file_digest
-from forge.packaging import verify_package
+from forge.export import verify_package
 
 
 def _rows(path):

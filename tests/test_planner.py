@@ -9,7 +9,7 @@ from forge.errors import CompositionError, PrerequisiteError
 from forge.executor import WorkflowNode
 from forge.intent import load_intent
 from forge.planner import compose, validate
-from forge_skills.oe_track import ROLES as OE_ROLES
+from forge_skills.oe.track import ROLES as OE_ROLES
 from forge.skills import SkillContext, SkillRegistry, discover, skill
 
 from conftest import run_build, write_intent

@@ -11,8 +11,8 @@ import numpy as np
 
 from forge.store import Store
 from tests.conftest import named_as_shown
-from forge_skills import oe_scorer
-from forge_skills.reverify import reverify_package
+from forge_skills.package import scorer as oe_scorer
+from forge_skills.verify.reverify import reverify_package
 
 L = string.ascii_uppercase
 

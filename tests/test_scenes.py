@@ -15,7 +15,7 @@ import yaml
 from forge.store import Store
 from tests.conftest import named_as_shown
 from forge_resources.pybullet_sim import catalogue
-from forge_skills.reverify import reverify_package
+from forge_skills.verify.reverify import reverify_package
 from tests.conftest import run_build
 
 ROOM_OE = {
@@ -206,7 +206,7 @@ def test_an_object_on_a_tray_rim_is_not_in_the_tray():
     registrable support, so no support question is asked of it."""
     from forge.artifact_types import BodySpec, CameraSpec, SceneSpec
     from forge_resources.pybullet_sim import SceneSimulator, catalogue
-    from forge_skills.scene_layout import make_object
+    from forge_skills.collect.layout import make_object
 
     cat = catalogue()
     yaw = 0.6

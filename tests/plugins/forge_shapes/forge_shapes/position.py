@@ -11,7 +11,7 @@ import numpy as np
 
 from forge.artifact_types import OEItem
 from forge.vocabulary import Capability, QuestionType
-from forge_skills.answer_rules import FactTable, Rule, per_object, register
+from forge_skills.synthesize.answer_rules import FactTable, Rule, per_object, register
 
 CAPABILITY = Capability("planar_position", "where an object lies in the image, as coordinates",
                         ("image coordinates", "pixel position*", "where exactly", "coordinates of"))

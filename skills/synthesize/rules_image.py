@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from forge_skills.answer_rules import Candidate, Derivation, FactTable, Rule, _adm, register
-from forge_skills.rules_scene import plural
+from forge_skills.synthesize.answer_rules import Candidate, Derivation, FactTable, Rule, _adm, register
+from forge_skills.synthesize.rules_scene import plural
 
 
 def _presence_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:

@@ -14,12 +14,12 @@ from forge.artifact_types import (Binding, Blueprint, EvidenceRecord, ImageRecor
                                   SourceRecord, Template)
 from forge.contracts import CheckContext, Outcome, check
 from forge.vocabulary import capabilities, question_type, question_types
-from forge_skills import oe_scorer
-from forge_skills.admission import SINGULAR, SPECIAL_KEYS, WHERE
-from forge_skills.admission import derive
-from forge_skills.answer_rules import rule_for
-from forge_skills.appearance import MIN_NAMED_PIXELS, NAMES as COLOUR_NAMES
-from forge_skills.rules_scene import plural
+from forge_skills.package import scorer as oe_scorer
+from forge_skills.synthesize.admission import SINGULAR, SPECIAL_KEYS, WHERE
+from forge_skills.synthesize.admission import derive
+from forge_skills.synthesize.answer_rules import rule_for
+from forge_skills.structure.appearance import MIN_NAMED_PIXELS, NAMES as COLOUR_NAMES
+from forge_skills.synthesize.rules_scene import plural
 
 # -- blueprint ------------------------------------------------------------------------------
 
@@ -487,7 +487,7 @@ def _coloured_phrases(texts: list[str], categories: set[str]) -> list[str]:
 @check("item_wording_agrees")
 def item_wording_agrees(item: OEItem, ctx: CheckContext) -> Outcome:
     """Number agreement between cues and the category nouns of the scene, and a/an."""
-    from forge_skills.wording import agreement_problems
+    from forge_skills.synthesize.wording import agreement_problems
 
     ev = ctx.load(item.evidence)
     singulars = {c.replace("-", " ") for c in {o.category for o in ev.objects}} | {"object"}

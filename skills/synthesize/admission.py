@@ -19,8 +19,8 @@ import string
 from typing import Any
 
 from forge.artifact_types import EvidenceRecord
-from forge_skills.answer_rules import Derivation, FactTable, rule_for
-from forge_skills.appearance import MIN_NAMED_PIXELS
+from forge_skills.synthesize.answer_rules import Derivation, FactTable, rule_for
+from forge_skills.structure.appearance import MIN_NAMED_PIXELS
 
 NAMED_OPTION_KINDS = ("objects", "matching")
 OBJECT_SLOT_KINDS = ("object", "object_set", "object_pair")

@@ -8,15 +8,15 @@ from typing import Any
 from pydantic import BaseModel
 
 from forge.artifact_types import Binding, Blueprint, EvidenceRecord, MediaRef, OEItem, Template
-from forge_skills.oe_gates import slot_objects
+from forge_skills.verify.gates import slot_objects
 from forge.keys import file_digest
 from forge.skills import Output, SkillContext, skill
 from forge.vocabulary import question_type
-from forge_skills.admission import SINGULAR, admission_problem, question_kinds, shown_views
-from forge_skills.answer_rules import Candidate, FactTable, rule_for
-from forge_skills.rules_scene import singular
-from forge_skills.media import draw_markers, draw_scale_bar, panel, path_plot
-from forge_skills.template_library import read_template, resolve_label
+from forge_skills.synthesize.admission import SINGULAR, admission_problem, question_kinds, shown_views
+from forge_skills.synthesize.answer_rules import Candidate, FactTable, rule_for
+from forge_skills.synthesize.rules_scene import singular
+from forge_skills.package.media import draw_markers, draw_scale_bar, panel, path_plot
+from forge_skills.synthesize.templates import read_template, resolve_label
 
 SCENE_LAYOUTS = ("multi_view", "frames", "first_last", "top_down_forward")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from forge_skills.answer_rules import Candidate, Derivation, FactTable, Rule, _adm, _center_of, per_object, register
+from forge_skills.synthesize.answer_rules import Candidate, Derivation, FactTable, Rule, _adm, _center_of, per_object, register
 
 
 def frame_label(rank: int) -> str:

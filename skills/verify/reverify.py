@@ -309,7 +309,7 @@ def reverify_package(store: Store, package: Path, progress: Callable[[int, int],
 def names_from_pixels(source: dict[str, Any], arrays: dict[str, np.ndarray], store: Store) -> dict[str, Any]:
     """Source object name -> (its naming, its colour reading per view index), read again from
     the stored RGB under the raw segmentation."""
-    from forge_skills.appearance import name_referents, read_colour
+    from forge_skills.structure.appearance import name_referents, read_colour
 
     per_view: dict[str, dict[int, Any]] = {o["name"]: {} for o in source["objects"]}
     for v in source["views"]:
@@ -326,8 +326,8 @@ def names_from_pixels(source: dict[str, Any], arrays: dict[str, np.ndarray], sto
 def _naming_problem(binding: dict[str, Any], template: dict[str, Any], naming: dict[str, Any]) -> str | None:
     """An object the item names that its pixels do not support: unknown, not nameable, or of
     another colour in a shown view where it can be made out."""
-    from forge_skills.admission import named_slots, slot_names
-    from forge_skills.appearance import MIN_NAMED_PIXELS
+    from forge_skills.synthesize.admission import named_slots, slot_names
+    from forge_skills.structure.appearance import MIN_NAMED_PIXELS
 
     by_name = {n.name: (n, views) for n, views in naming.values()}
     shown = {m["view"] for m in binding["presentation"]["media"]}
@@ -347,7 +347,7 @@ def _naming_problem(binding: dict[str, Any], template: dict[str, Any], naming: d
 
 def _image_item_problem(row: dict[str, Any], key: dict[str, Any], template: dict[str, Any], binding: dict[str, Any],
                         record: dict[str, Any], package: Path) -> str | None:
-    from forge_skills.reverify_images import NOT_AN_IMAGE_RULE, expected_image_answer, recipe_problem, same_number
+    from forge_skills.verify.reverify_images import NOT_AN_IMAGE_RULE, expected_image_answer, recipe_problem, same_number
 
     truth = expected_image_answer(template, binding["slots"], record, {})
     if truth is NOT_AN_IMAGE_RULE:

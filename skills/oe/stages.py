@@ -19,7 +19,7 @@ from forge.artifact_types import Template
 from forge.errors import ContractError, DefinitionError, SkillExecutionError
 from forge.executor import Executor, NodeResult
 from forge.gatelog import GateLog
-from forge_skills.oe_gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, allocate, balance_answers, blind_evaluation, expected_yield,
+from forge_skills.verify.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, allocate, balance_answers, blind_evaluation, expected_yield,
                          grey_batches, independent_items, judge_grey_batch, near_duplicates, screen_invalid, StoreMemo)
 from forge.planner import Workflow
 from forge.progress import Progress
@@ -514,7 +514,7 @@ class StageRunner:
         """Ablation 'final-stage-only': contracts run once, on the finished items only; their
         verdicts and records are stored like any other."""
         from forge.contracts import decide
-        from forge.executor import _verification_row
+        from forge.recorder import verification_row
         from forge.store import Batch, now
 
         self._final_checked = True
@@ -530,7 +530,7 @@ class StageRunner:
             version = self.executor.contracts.version(item.TYPE)
             batch.verdicts[iid] = (status, version)
             for c in checks:
-                batch.add("verifications", _verification_row(c, version, ts))
+                batch.add("verifications", verification_row(c, version, ts))
             if status == "verified":
                 kept.append(iid)
         self.store.write(batch)

@@ -15,7 +15,7 @@ import numpy as np
 
 from forge.artifact_types import EvidenceObject, EvidenceRecord, EvidenceView, ObjectViewFact, SourceRecord
 from forge.skills import SkillContext, skill
-from forge_skills.appearance import ColourReading, name_referents, read_colour
+from forge_skills.structure.appearance import ColourReading, name_referents, read_colour
 
 
 @skill("structure.rendered_evidence", stage="S3")

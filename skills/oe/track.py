@@ -14,7 +14,7 @@ from forge.planner import available_templates, folder_listing, intent_folders
 from forge.registry import lookup, register
 from forge.resources import descriptor
 from forge.tracks import Track
-from forge_skills.oe_stages import StageRunner
+from forge_skills.oe.stages import StageRunner
 
 ROLES = ("blueprint", "plan", "collect", "structure", "template", "bind", "realize", "package")
 SOURCE_ROLES = ("plan", "collect", "structure")  # each source's descriptor names these skills

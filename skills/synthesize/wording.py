@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from forge_skills.appearance import NAMES as COLOUR_WORDS
+from forge_skills.structure.appearance import NAMES as COLOUR_WORDS
 
 SINGULAR_CUES = ("at least one", "is there a", "is there an", "a", "an", "one", "each", "every", "single", "another",
                  "this", "that")

@@ -72,7 +72,7 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
     files["answers.jsonl"] = ctx.put_blob(_jsonl(answer_rows))
     files["composition.json"] = ctx.put_blob(_json(composition))
     files[f"{mod}/__init__.py"] = ctx.put_blob(f'"""Scorer of the {blueprint.name} benchmark."""\n'.encode())
-    files[f"{mod}/score.py"] = ctx.put_blob((Path(__file__).parent / "oe_scorer.py").read_bytes())
+    files[f"{mod}/score.py"] = ctx.put_blob((Path(__file__).parent / "scorer.py").read_bytes())
     for name, source in _protocol_files([it for _, it in selected]).items():
         files[f"{mod}/protocols/{name}.py"] = ctx.put_blob(source)
     if referenced:
@@ -104,7 +104,7 @@ def _protocol_files(items: list[OEItem]) -> dict[str, bytes]:
     (standard-library modules a plugin registered), shipped beside ``score.py``."""
     import inspect
 
-    from forge_skills import oe_scorer
+    from forge_skills.package import scorer as oe_scorer
 
     out = {}
     for name in sorted({it.scoring.get("protocol") for it in items} - set(oe_scorer.BUILTIN_PROTOCOLS)):

@@ -16,7 +16,7 @@ from forge.artifact_types import OEItem
 from forge.gatelog import GateLog
 from forge.keys import GateId, digest
 from forge.vocabulary import answer_form, question_types
-from forge_skills.blind_solvers import blind_report
+from forge_skills.verify.blind_solvers import blind_report
 
 GATE_A, GATE_B1, GATE_C1 = GateId("A"), GateId("B1"), GateId("C1")
 GATE_DUP = GateId("DUP")
@@ -274,7 +274,7 @@ def blind_code_version() -> str:
     import inspect
 
     from forge.registry import lookup
-    from forge_skills import blind_solvers
+    from forge_skills.verify import blind_solvers
 
     scorer = inspect.getsourcefile(lookup("scorer", "oe"))
     return digest(Path(blind_solvers.__file__).read_text(), Path(scorer).read_text() if scorer else "")

@@ -12,10 +12,10 @@ from pydantic import BaseModel
 
 from forge.artifact_types import Binding, OEItem
 from forge.skills import SkillContext, skill
-from forge_skills.admission import admission_problem
-from forge_skills.admission import derive
-from forge_skills.answer_rules import FactTable, rule_for
-from forge_skills.synthesis import presentation, realize_item
+from forge_skills.synthesize.admission import admission_problem
+from forge_skills.synthesize.admission import derive
+from forge_skills.synthesize.answer_rules import FactTable, rule_for
+from forge_skills.synthesize.synthesis import presentation, realize_item
 
 
 class RepairParams(BaseModel):

@@ -11,9 +11,9 @@ import math
 
 from forge.artifact_types import Blueprint, BodySpec, SceneSpec
 from forge.skills import SkillContext, skill
-from forge_skills.scene_layout import (SceneParams, catalogue_file, has_states, make_object, pick_objects, placements,
+from forge_skills.collect.layout import (SceneParams, catalogue_file, has_states, make_object, pick_objects, placements,
                                       start_plan)
-from forge_skills.trajectory import Pose2D, drive, forward_camera
+from forge_skills.collect.trajectory import Pose2D, drive, forward_camera
 
 AREA_X = (-1.2, 2.8)
 AREA_Y = (-3.2, 3.2)

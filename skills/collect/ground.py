@@ -7,8 +7,8 @@ import math
 
 from forge.artifact_types import Blueprint, BodySpec, SceneSpec
 from forge.skills import SkillContext, skill
-from forge_skills.scene_layout import SceneParams, catalogue_file, make_object, pick_objects, placements, start_plan
-from forge_skills.trajectory import Pose2D, drive, forward_camera, nadir_camera
+from forge_skills.collect.layout import SceneParams, catalogue_file, make_object, pick_objects, placements, start_plan
+from forge_skills.collect.trajectory import Pose2D, drive, forward_camera, nadir_camera
 
 AREA = (-4.5, 4.5)
 OBJECT_SEPARATION = 1.9

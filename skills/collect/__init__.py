@@ -1,0 +1,1 @@
+"""S2 collect: plan and collect scenes and real-image units."""

@@ -1,0 +1,1 @@
+"""The Offline-EQA track: its definition, stage runner and vocabulary."""

@@ -1,0 +1,1 @@
+"""Repair operators and the planted faults that exercise them."""

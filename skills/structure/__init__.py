@@ -1,0 +1,1 @@
+"""S3 structure: register per-object, per-view facts of collected sources."""

@@ -1,0 +1,1 @@
+"""S1 and S4: blueprints, templates, answer rules, bindings and items."""
