@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable
 
 from forge.artifact_types import ArtifactContent, content_type
-from forge.backends import Backend, InlineBackend, ProcessPoolBackend, exit_with_parent  # noqa: F401  (re-exported)
+from forge.backends import Backend, InlineBackend, ProcessPoolBackend
 from forge.contracts import CheckResult, ContractBook
 from forge.errors import SkillExecutionError
 from forge.invocation import Invocation, WorkflowNode, make_invocation

@@ -8,8 +8,29 @@ from forge.faults import Fault
 from .conftest import kept_check
 
 
+def _accepted_binding(built, template: str) -> str:
+    """The binding of an item of ``template`` that the clean build accepted and no other item
+    twins (the same binding, by identity, in a faulted build of the same intent): a defect
+    planted in its item is repaired into an item the gates accept."""
+    import json
+
+    from forge.store import Store
+
+    with Store(built["store"], read_only=True) as s:
+        rows = s.execute("SELECT a.id, a.content FROM artifacts a JOIN gate_decisions g ON g.subject_id = a.id "
+                         "WHERE g.gate = 'C1' AND g.decision = 'pass' AND a.type = 'OEItem' "
+                         "AND json_extract_string(a.content, '$.template') = ? ORDER BY a.id", [template]).fetchall()
+        # Not one that another item was held back for (a near duplicate, a dependent answer): the
+        # gates keep the lower id of such a pair, and a repaired item's id is new.
+        details = " ".join(d or "" for (d,) in s.execute("SELECT details FROM gate_decisions WHERE decision = 'fail'")
+                           .fetchall())
+    return next(json.loads(c)["binding"] for aid, c in rows if aid not in details)
+
+
 def test_wrong_answer_key_gets_local_field_repair(faulted, built):
-    fb = faulted(Fault("wrong_answer_key", "synthesize.realize_item", where={"template": "closest_choice"}, limit=1))
+    fb = faulted(Fault("wrong_answer_key", "synthesize.realize_item",
+                       where={"template": "closest_choice", "binding": _accepted_binding(built, "closest_choice")},
+                       limit=1))
     [bad] = fb.injected
     [d] = fb.diagnoses()
     assert (d["artifact"], d["requirement"], d["category"], d["operator"]) == (bad, "OE-3", "answer_mismatch",
@@ -205,10 +226,12 @@ def test_wrong_slot_is_rebound_on_the_same_evidence(faulted, built):
     kept_check(built, fb, {fb.clean_counterpart(bad)})
 
 
-def test_audit_shows_the_repair_history(faulted):
+def test_audit_shows_the_repair_history(faulted, built):
     from forge.audit import audit
 
-    fb = faulted(Fault("wrong_answer_key", "synthesize.realize_item", where={"template": "closest_choice"}, limit=1))
+    fb = faulted(Fault("wrong_answer_key", "synthesize.realize_item",
+                       where={"template": "closest_choice", "binding": _accepted_binding(built, "closest_choice")},
+                       limit=1))
     [bad] = fb.injected
     [r] = fb.repairs()
     report = audit(fb.store, r["new"][0])
