@@ -63,7 +63,7 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
                             "answer_indices": item.answer_indices, "answer_value": item.answer_value, "targets": item.targets,
                             "options": item.options, "scoring": item.scoring, "capability": item.capability,
                             "question_type": item.question_type, "template": item.template})
-    composition = _composition(blueprint, [it for _, it in selected], [_source_kind(ctx, it) for _, it in selected])
+    composition = _composition(blueprint, [it for _, it in selected], _source_kinds(ctx, [it for _, it in selected]))
     if referenced:
         composition["media_referenced"] = referenced
     if review:
@@ -174,9 +174,12 @@ def _within(achieved: int, target: int, tolerance: float) -> bool:
     return target - max(1, round(target * tolerance)) <= achieved <= target
 
 
-def _source_kind(ctx: SkillContext, item: OEItem) -> str:
-    """The source kind an item's evidence was collected from."""
-    return ctx.load(ctx.load(item.evidence).source).source_kind
+def _source_kinds(ctx: SkillContext, items: list[OEItem]) -> list[str]:
+    """The source kind each item's evidence was collected from (two bulk reads, not two loads
+    per item)."""
+    evidence = ctx.store.fields({it.evidence for it in items}, {"source": "$.source"})
+    records = ctx.store.fields({e["source"] for e in evidence.values()}, {"kind": "$.source_kind"})
+    return [records[evidence[it.evidence]["source"]]["kind"] for it in items]
 
 
 def _composition(blueprint: Blueprint, items: list[OEItem], kinds: list[str]) -> dict[str, Any]:
