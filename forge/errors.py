@@ -3,14 +3,15 @@ traceback and names the file, field, skill or artifact at fault.
 
     ForgeError
     +-- IntentError          intent file missing, unparsable or invalid (exit 2)
-    +-- DefinitionError      a skill, template, contract or resource is malformed
+    +-- DefinitionError      a skill, template, contract, resource or plugin is malformed, or a
+    |                        name is registered twice (exit 2)
     |   +-- CompositionError the planner cannot wire the workflow (types, preconditions)
     +-- ContractError        a requirement could not be evaluated
     +-- SkillExecutionError  a skill raised while producing artifacts
-    +-- PrerequisiteError    something the build needs is absent (module, simulator, data)
+    +-- PrerequisiteError    something the build needs is absent (module, simulator, data) (exit 3)
     +-- StoreError           the store is missing, locked or of another format
-    +-- ReferenceError_      a REF given on the command line matches nothing
-    +-- UsageError           a command given something it cannot work on
+    +-- UnknownReferenceError  a REF given on the command line matches nothing (exit 2)
+    +-- UsageError           a command given something it cannot work on (exit 2)
         +-- ReviewError      a review page or verdicts file that cannot be made or read
 """
 

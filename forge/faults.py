@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from forge.artifact_types import ArtifactContent
+from forge.errors import DefinitionError
 from forge.keys import digest
 
 Mutator = Callable[[ArtifactContent, "FaultContext"], ArtifactContent | None]
@@ -54,7 +55,7 @@ class FaultPlan:
 
         unknown = [f.kind for f in faults if f.kind not in MUTATORS]
         if unknown:
-            raise ValueError(f"unknown fault kinds {unknown}; known: {sorted(MUTATORS)}")
+            raise DefinitionError(f"unknown fault kinds {unknown}; known: {sorted(MUTATORS)}")
         self.faults = faults
         self.injected: list[dict[str, Any]] = []
         self._counts: dict[int, int] = {}

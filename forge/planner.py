@@ -12,7 +12,7 @@ from typing import Any
 
 import networkx as nx
 
-from forge.errors import CompositionError
+from forge.errors import CompositionError, DefinitionError
 from forge.executor import WorkflowNode
 from forge.intent import LoadedIntent
 from forge.resources import descriptor
@@ -30,7 +30,7 @@ class Workflow:
         for n in self.nodes:
             if n.role == role:
                 return n
-        raise KeyError(role)
+        raise DefinitionError(f"the workflow has no role {role!r}; roles: {[n.role for n in self.nodes]}")
 
     def by_stage(self, stage: str) -> list[WorkflowNode]:
         return [n for n in self.nodes if n.stage == stage]
