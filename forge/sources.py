@@ -25,6 +25,8 @@ class SourceSpec(BaseModel):
 
     kind: str
     scenes: int | None = Field(None, ge=1, le=5000, description="unit count; derived from items when absent")
+    items: int | None = Field(None, ge=1, description="items of the package to draw from this source (with "
+                                                      "several sources; those without share the rest)")
 
     # A kind may define ``views`` (a field or property): views or frames per unit, which sizes
     # the unit count from the item target (1 when absent).

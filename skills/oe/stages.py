@@ -19,7 +19,7 @@ from forge.artifact_types import Template
 from forge.errors import ContractError, DefinitionError, SkillExecutionError
 from forge.executor import Executor, NodeResult
 from forge.gatelog import GateLog
-from forge_skills.verify.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, allocate, balance_answers, blind_evaluation, expected_yield,
+from forge_skills.verify.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, allocate, allocate_by_source, source_quotas, split_targets, balance_answers, blind_evaluation, expected_yield,
                          grey_batches, independent_items, judge_grey_batch, near_duplicates, screen_invalid, StoreMemo)
 from forge.planner import Workflow
 from forge.progress import Progress
@@ -248,7 +248,7 @@ class StageRunner:
     def s4_realize(self, state: BuildState) -> dict[str, Any]:
         ids = state["ids"]
         bindings = self._binding_summaries(ids["Binding"])
-        plan = allocate(self._blueprint(), bindings, HEADROOM)
+        plan = allocate_by_source(self._blueprint(), bindings, self._binding_sources(bindings, state), HEADROOM)
         grey, rest = grey_batches(plan, self.gates["grey_batch"])
         items_ok: list[str] = []
         items_bad: list[str] = []
@@ -306,6 +306,14 @@ class StageRunner:
         self.item_stats["candidates"] = self.item_stats.get("candidates", 0) + len(r.verified) + len(r.rejected)
         self.item_stats["refilled"] = self.item_stats.get("refilled", 0) + len(chosen)
         return r.verified
+
+    def _binding_sources(self, bindings: dict[str, BindingSummary], state: BuildState) -> dict[str, str]:
+        """Binding id -> the kind of the source its evidence came from."""
+        if self.workflow.sources == 1:
+            return {}
+        kind_of = self._evidence_sources(state)
+        evidence = self.store.fields(list(bindings), {"evidence": "$.evidence"})
+        return {b: kind_of.get(f["evidence"], "") for b, f in evidence.items()}
 
     def _binding_summaries(self, ids: list[str]) -> dict[str, BindingSummary]:
         missing = [b for b in ids if b not in self._summaries]
@@ -383,22 +391,47 @@ class StageRunner:
 
     def _units_for_shortfall(self, state: BuildState) -> dict[str, int]:
         """More source units when, after every gate and refill, a capability is still short and
-        each unit has been seen to yield some of it (yield per unit measured on this build)."""
+        each unit has been seen to yield some of it (yield per unit measured on this build). With
+        items set per source, each source is measured against its own share."""
         growable = self._growable(state)
         if not growable:
             return {}
         bp = self._blueprint()
+        accepted = self.item_stats.get("accepted", [])
+        quotas = source_quotas(bp)
+        if quotas is None:
+            return self._grow(growable, self._accepted_per_capability(accepted), bp.capability_targets,
+                              bp.composition_tolerance)
+        kind_of = self._evidence_sources(state)
+        out: dict[str, int] = {}
+        for kind, targets in split_targets(bp.capability_targets, quotas).items():
+            index = str(self.source_kinds.index(kind))
+            if index not in growable:
+                continue
+            own = [i for i in accepted if kind_of.get(self.executor.load(i).evidence) == kind]
+            out.update(self._grow({index: growable[index]}, self._accepted_per_capability(own), targets,
+                                  bp.composition_tolerance))
+        return out
+
+    def _accepted_per_capability(self, ids: list[str]) -> dict[str, int]:
         have: dict[str, int] = {}
-        for iid in self.item_stats.get("accepted", []):
+        for iid in ids:
             cap = self.executor.load(iid).capability
             have[cap] = have.get(cap, 0) + 1
-        tol = bp.composition_tolerance
-        ratios = [have.get(c, 0) / t for c, t in bp.capability_targets.items()
-                  if t > 0 and have.get(c, 0) < t * (1 - tol)]
+        return have
+
+    @staticmethod
+    def _grow(growable: dict[str, int], have: dict[str, int], targets: dict[str, int], tol: float) -> dict[str, int]:
+        ratios = [have.get(c, 0) / t for c, t in targets.items() if t > 0 and have.get(c, 0) < t * (1 - tol)]
         if not ratios or min(ratios) <= 0.0:
             return {}
         return {i: max(math.ceil(u / 4), min(3 * u, math.ceil(u * (1.0 / min(ratios) - 1.0) * 1.2)))
                 for i, u in growable.items()}
+
+    def _evidence_sources(self, state: BuildState) -> dict[str, str]:
+        """Evidence id -> the kind of the source it was structured from."""
+        return {ev: self.source_kinds[int(i)] for i, own in (state.get("source_ids") or {}).items()
+                for ev in own.get("EvidenceRecord", [])}
 
     def route_after_verify(self, state: BuildState) -> str:
         if self.repair is not None and self.repair.rounds <= self.repair.settings.budget and self._pending_failures():

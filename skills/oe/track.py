@@ -114,6 +114,7 @@ def check_compatibility(loaded: LoadedIntent) -> None:
     """Every asked capability and question type has a template of the intent's sources that
     pairs it with an asked counterpart, before anything runs; the message lists what would."""
     oe = loaded.intent.oe
+    _check_source_items(loaded)
     rows = available_templates(loaded)
     kinds = ", ".join(sorted({s.kind for s in loaded.intent.sources}))
     if oe.templates != "all":
@@ -147,6 +148,21 @@ def check_compatibility(loaded: LoadedIntent) -> None:
             + ", ".join(f"{c}/{q}" for c, q in offered),
             hint="choose among the compatible pairs, or add a template (intent field templates_dirs); "
                  "`forge templates` lists them")
+
+
+def _check_source_items(loaded: LoadedIntent) -> None:
+    """Items set per source must fit the package: two or more sources, at most ``oe.items`` in
+    all, exactly that when every source sets its own."""
+    given = [(i, s.items) for i, s in enumerate(loaded.intent.sources) if s.items]
+    if not given:
+        return
+    total, items = sum(n for _, n in given), loaded.intent.oe.items
+    where = f"{loaded.path}: intent field sources.{given[0][0]}.items"
+    if len(loaded.intent.sources) < 2:
+        raise CompositionError(f"{where}: items per source needs two or more sources (the one source gives all "
+                               f"{items} items)")
+    if total > items or (len(given) == len(loaded.intent.sources) and total != items):
+        raise CompositionError(f"{where}: the sources' items add up to {total}, the package has oe.items = {items}")
 
 
 OE_TRACK = Track(

@@ -18,6 +18,7 @@ from forge import PACKAGE_FORMAT_VERSION
 from forge.artifact_types import Blueprint, OEItem, Package
 from forge.keys import digest
 from forge.skills import SkillContext, skill
+from forge_skills.verify.gates import source_quotas, split_targets
 
 
 def module_name(package_name: str) -> str:
@@ -35,7 +36,9 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
     from forge.review import review_summary
 
     ids = ctx.input_ids["items"]
-    selected = select_composition(blueprint, list(zip(ids, items)))
+    quotas = source_quotas(blueprint)
+    kinds = _source_kinds(ctx, items) if quotas else None
+    selected = select_composition(blueprint, list(zip(ids, items)), kinds)
     review = review_summary(ctx.params.human_review, {i for i, _ in selected})
     mod = module_name(blueprint.name)
     files: dict[str, str] = {}
@@ -116,13 +119,33 @@ def _protocol_files(items: list[OEItem]) -> dict[str, bytes]:
     return out
 
 
-def select_composition(blueprint: Blueprint, items: list[tuple[str, OEItem]]) -> list[tuple[str, OEItem]]:
-    """Meet the capability targets: round-robin over each capability's templates, in id order."""
+def select_composition(blueprint: Blueprint, items: list[tuple[str, OEItem]],
+                       kinds: list[str] | None = None) -> list[tuple[str, OEItem]]:
+    """Meet the capability targets: round-robin over each capability's templates, in id order.
+    With items set per source (``kinds``: each item's source kind), each source first gives its
+    share of every capability; shortfalls are then filled from any source."""
+    quotas = source_quotas(blueprint) if kinds is not None else None
+    if quotas is None:
+        return _select(blueprint.capability_targets, items)
+    source_of = {iid: k for (iid, _), k in zip(items, kinds)}
+    selected: list[tuple[str, OEItem]] = []
+    for kind, targets in split_targets(blueprint.capability_targets, quotas).items():
+        selected += _select(targets, [(i, it) for i, it in items if source_of[i] == kind])
+    have: dict[str, int] = {}
+    for _, it in selected:
+        have[it.capability] = have.get(it.capability, 0) + 1
+    chosen = {i for i, _ in selected}
+    short = {c: t - have.get(c, 0) for c, t in blueprint.capability_targets.items() if have.get(c, 0) < t}
+    selected += _select(short, [(i, it) for i, it in items if i not in chosen])
+    return sorted(selected, key=lambda x: x[0])
+
+
+def _select(targets: dict[str, int], items: list[tuple[str, OEItem]]) -> list[tuple[str, OEItem]]:
     by_cap: dict[str, dict[str, list[tuple[str, OEItem]]]] = {}
     for iid, item in sorted(items, key=lambda x: x[0]):
         by_cap.setdefault(item.capability, {}).setdefault(item.template, []).append((iid, item))
     selected: list[tuple[str, OEItem]] = []
-    for cap, target in sorted(blueprint.capability_targets.items()):
+    for cap, target in sorted(targets.items()):
         pools = [_interleave_answers(by_cap.get(cap, {})[t]) for t in sorted(by_cap.get(cap, {}))]
         taken = 0
         depth = 0
@@ -183,6 +206,7 @@ def _source_kinds(ctx: SkillContext, items: list[OEItem]) -> list[str]:
 
 
 def _composition(blueprint: Blueprint, items: list[OEItem], kinds: list[str]) -> dict[str, Any]:
+    quotas = source_quotas(blueprint)
     caps = Counter(i.capability for i in items)
     qts = Counter(i.question_type for i in items)
     tpls = Counter(i.template for i in items)
@@ -199,7 +223,7 @@ def _composition(blueprint: Blueprint, items: list[OEItem], kinds: list[str]) ->
                          for c, t in sorted(blueprint.capability_targets.items())},
         **({"unavailable": dict(sorted(blueprint.unavailable.items()))} if blueprint.unavailable else {}),
         "question_types": dict(sorted(qts.items())),
-        "sources": {kind: {"items": n, "capabilities": dict(sorted(Counter(i.capability for i, k in zip(items, kinds)
+        "sources": {kind: {"items": n, **({"target": quotas[kind]} if quotas else {}), "capabilities": dict(sorted(Counter(i.capability for i, k in zip(items, kinds)
                                                                           if k == kind).items()))}
                     for kind, n in sorted(Counter(kinds).items())},
         "templates": dict(sorted(tpls.items())),

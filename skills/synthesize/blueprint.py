@@ -33,6 +33,8 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
     sources = []
     for src in intent.sources:
         entry = src.model_dump(mode="json")
+        if entry.get("items") is None:
+            entry.pop("items", None)  # not set: the blueprint (and every id below it) stays as without the field
         entry["scenes_given"] = entry.get("scenes") is not None
         fixed = src.fixed_units(Path(ctx.params.base_dir or "."), entry)
         if fixed is not None:
@@ -41,7 +43,7 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
         elif entry.get("scenes") is None:
             views = int(getattr(src, "views", 1))
             # Sources share the items: each is first sized for its share (top-ups follow the yield).
-            entry["scenes"] = max(2, math.ceil(oe.items / len(intent.sources) / (views * ITEMS_PER_VIEW_ESTIMATE)))
+            entry["scenes"] = max(2, math.ceil(_share(intent, src) / (views * ITEMS_PER_VIEW_ESTIMATE)))
         sources.append(entry)
     unavailable = _unavailable(intent)
     wanted = [c for c in oe.capabilities if c not in unavailable]
@@ -62,6 +64,16 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
         capability_sources=_capability_sources(ctx.params.intent, oe.focus), composition_tolerance=oe.tolerance,
         unavailable=unavailable,
     )]
+
+
+def _share(intent: IntentBase, src: Any) -> float:
+    """The items a source is to give: its own ``items``, else an even part of what the sources
+    that set theirs leave."""
+    if getattr(src, "items", None):
+        return float(src.items)
+    given = [s.items for s in intent.sources if getattr(s, "items", None)]
+    open_sources = len(intent.sources) - len(given)
+    return max(0.0, intent.oe.items - sum(given)) / max(1, open_sources)
 
 
 def _unavailable(intent: IntentBase) -> dict[str, str]:

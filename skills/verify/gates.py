@@ -152,6 +152,51 @@ def expected_yield(bindings: dict[str, BindingSummary]) -> dict[str, int]:
     return out
 
 
+def source_quotas(blueprint) -> dict[str, int] | None:
+    """Items per source kind when the intent sets any (``items`` of a source); the sources that do
+    not set theirs share what is left evenly. None when no source sets one."""
+    given = {s["kind"]: s.get("items") for s in blueprint.sources}
+    if len(given) < 2 or not any(given.values()):
+        return None
+    rest = max(0, blueprint.items_target - sum(v for v in given.values() if v))
+    open_kinds = [k for k, v in given.items() if not v]
+    out = {k: int(v) for k, v in given.items() if v}
+    for i, k in enumerate(open_kinds):
+        out[k] = rest // len(open_kinds) + (1 if i < rest % len(open_kinds) else 0)
+    return out
+
+
+def split_targets(targets: dict[str, int], quotas: dict[str, int]) -> dict[str, dict[str, int]]:
+    """Each capability's target split over the sources in proportion to their quotas (largest
+    remainders, so the parts add up to the target)."""
+    total = sum(quotas.values()) or 1
+    out: dict[str, dict[str, int]] = {k: {} for k in quotas}
+    for cap, t in sorted(targets.items()):
+        exact = {k: t * q / total for k, q in quotas.items()}
+        parts = {k: int(math.floor(v)) for k, v in exact.items()}
+        for k in sorted(quotas, key=lambda k: (parts[k] - exact[k], k))[: t - sum(parts.values())]:
+            parts[k] += 1
+        for k, n in parts.items():
+            out[k][cap] = n
+    return out
+
+
+def allocate_by_source(blueprint, bindings: dict[str, BindingSummary], source_of: dict[str, str],
+                       headroom: float) -> dict[str, list[str]]:
+    """As :func:`allocate`, with every source given its share of each capability's target when
+    the intent sets items per source; ``source_of``: binding id -> source kind."""
+    quotas = source_quotas(blueprint)
+    if quotas is None:
+        return allocate(blueprint, bindings, headroom)
+    plan: dict[str, list[str]] = {}
+    for kind, targets in split_targets(blueprint.capability_targets, quotas).items():
+        own = {b: s for b, s in bindings.items() if source_of.get(b) == kind}
+        part = type(blueprint)(**{**blueprint.model_dump(), "capability_targets": targets})
+        for template, ids in allocate(part, own, headroom).items():
+            plan[template] = plan.get(template, []) + ids
+    return plan
+
+
 def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) -> dict[str, list[str]]:
     """Which bindings to realize, per template: each capability's target (times ``headroom``)
     spread evenly over its templates, a template short of bindings leaving its share to the
