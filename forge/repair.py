@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import networkx as nx
+
 from forge.errors import ForgeError
 from forge.executor import Executor, NodeResult, WorkflowNode
 from forge.keys import digest
@@ -295,10 +297,12 @@ class RepairLoop:
         rebuilt: list[str] = []
         items = list(fresh.get(self.item_type, []))
         context = {"Template": templates}  # what descendants take besides the fresh artifacts
-        # Walk the workflow graph in stage order: every node that consumes a fresh type runs on the
+        # Walk the workflow graph in topological order: every node that consumes a fresh type runs on the
         # fresh artifacts (and the context), and what it makes is fresh for the nodes below. Nodes
         # that gather a whole type (the package) are left to the stage loop.
-        for node in self.workflow.nodes:
+        by_role = {n.role: n for n in self.workflow.nodes}
+        for role in nx.topological_sort(self.workflow.graph):
+            node = by_role[role]
             inputs = node.skill.inputs
             if any(i.many for i in inputs) or not any(i.type in fresh for i in inputs):
                 continue

@@ -26,7 +26,10 @@ def test_blind_solvers_stay_near_chance_on_real_items(built):
     for template, row in built["summary"]["templates"].items():
         blind = row["blind"]
         if blind["items"] and blind["items"] >= 30:
-            assert blind["best_accuracy"] - blind["chance"] < 0.2, (template, blind)
+            # The best of the solvers on n items: within three standard errors of chance (on
+            # 30 yes/no items, 0.27), and never flagged by the gate's own test.
+            p, n = blind["chance"], blind["items"]
+            assert blind["best_accuracy"] - p < max(0.2, 3 * (p * (1 - p) / n) ** 0.5), (template, blind)
             assert blind["flagged"] is False
 
 
