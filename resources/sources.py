@@ -19,26 +19,24 @@ class ImageSize(_Strict):
     height: int = Field(240, ge=48, le=1080, description="image height in pixels")
 
 
-class ObjectCount(_Strict):
+class _Range(_Strict):
+    """A min/max pair whose bounds are in order."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "_Range":
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
+        return self
+
+
+class ObjectCount(_Range):
     min: int = Field(4, ge=1, le=12)
     max: int = Field(8, ge=1, le=12)
 
-    @model_validator(mode="after")
-    def _ordered(self) -> "ObjectCount":
-        if self.min > self.max:
-            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
-        return self
 
-
-class CountRange(_Strict):
+class CountRange(_Range):
     min: int = Field(1, ge=0, le=4)
     max: int = Field(2, ge=0, le=4)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "CountRange":
-        if self.min > self.max:
-            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
-        return self
 
 
 class TabletopSource(SourceSpec):

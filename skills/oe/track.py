@@ -70,23 +70,20 @@ class OESpec(_Strict):
     @field_validator("capabilities")
     @classmethod
     def _known_capabilities(cls, value: list[str]) -> list[str]:
-        known = capabilities()
-        unknown = [c for c in value if c not in known]
-        if unknown:
-            raise ValueError(f"unknown capabilities {unknown}{did_you_mean(unknown, known)}; "
-                             f"known: {sorted(known)}")
-        return value
+        return _known(value, capabilities(), "capabilities")
 
     @field_validator("question_types")
     @classmethod
     def _known_question_types(cls, value: list[str]) -> list[str]:
-        known = question_types()
-        unknown = [q for q in value if q not in known]
-        if unknown:
-            raise ValueError(f"unknown question types {unknown}{did_you_mean(unknown, known)}; "
-                             f"known: {sorted(known)}")
-        return value
+        return _known(value, question_types(), "question types")
 
+
+def _known(value: list[str], known: dict[str, Any], what: str) -> list[str]:
+    """``value`` when every name is registered; else an error with the closest names."""
+    unknown = [v for v in value if v not in known]
+    if unknown:
+        raise ValueError(f"unknown {what} {unknown}{did_you_mean(unknown, known)}; known: {sorted(known)}")
+    return value
 
 
 def node_params(role: str, loaded: LoadedIntent) -> dict[str, Any]:
