@@ -36,8 +36,10 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
     from forge.review import review_summary
 
     ids = ctx.input_ids["items"]
-    quotas = source_quotas(blueprint)
-    kinds = _source_kinds(ctx, items) if quotas else None
+    # Every accepted item's source kind, read once: selection needs it with items set per
+    # source, the composition always.
+    kinds = _source_kinds(ctx, items)
+    kind_of = dict(zip(ids, kinds))
     selected = select_composition(blueprint, list(zip(ids, items)), kinds)
     review = review_summary(ctx.params.human_review, {i for i, _ in selected})
     mod = module_name(blueprint.name)
@@ -66,7 +68,7 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
                             "answer_indices": item.answer_indices, "answer_value": item.answer_value, "targets": item.targets,
                             "options": item.options, "scoring": item.scoring, "capability": item.capability,
                             "question_type": item.question_type, "template": item.template})
-    composition = _composition(blueprint, [it for _, it in selected], _source_kinds(ctx, [it for _, it in selected]))
+    composition = _composition(blueprint, [it for _, it in selected], [kind_of[i] for i, _ in selected])
     if referenced:
         composition["media_referenced"] = referenced
     if review:
