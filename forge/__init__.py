@@ -3,7 +3,8 @@
 The engine knows no track, source kind, capability or question type by name: plugins register
 them (``registry``; the built-in skills are the ``builtin`` plugin). Reading it in pipeline order:
 ``registry`` -> ``intent`` (with ``sources``, ``vocabulary``) -> ``artifact_types`` -> ``skills``
--> ``tracks`` -> ``planner`` (the workflow graph) -> ``store`` -> ``contracts`` -> ``executor``
+-> ``tracks`` -> ``planner`` (the workflow graph) -> ``stagegraph`` (the workflow run as a LangGraph
+``StateGraph``) -> ``store`` -> ``contracts`` -> ``executor``
 (``invocation`` identity, ``backends`` that run work, the driver-side ``recorder``) ->
 ``gatelog`` -> ``repair`` -> ``export`` -> ``status`` / ``audit`` / ``review``.
 """

@@ -36,7 +36,7 @@ def _kill_when(proc, marker: str, delay: float) -> bool:
 def test_kill_9_then_rerun_gives_identical_package(tmp_path, built):
     intent = write_intent(tmp_path)
     store, out = tmp_path / "store", tmp_path / "out"
-    for marker, delay in (("S2 data collection", 0.8), ("benchmark synthesis: items", 0.4), ("S5", 0.0)):
+    for marker, delay in (("S2 data collection", 0.8), ("S4 grey batch", 0.4), ("S5", 0.0)):
         proc = _start(intent, store, out)
         killed = _kill_when(proc, marker, delay)
         assert killed, f"the build finished before {marker!r}"

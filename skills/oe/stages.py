@@ -1,48 +1,32 @@
-"""The OE track's stage loop as a LangGraph ``StateGraph``.
+"""The OE track's runner: what its roles do beyond running their skill, its gates and repair as
+steps of the stage graph, and the routes back for more evidence (``forge.stagegraph``).
 
-Nodes are the stages S1-S5; the graph state carries artifact ids per type, never payloads.
-The DuckDB store is the source of truth, so a killed build resumes by simply running again:
-every invocation already stored is reused and only the missing ones execute.
+The planner's workflow gives the graph its nodes and their order (blueprint, each source's plan,
+collect and structure, template, bind, realize, package); this track adds the verify step after
+realize (gates B1, DUP, DEP, BAL, C1, with refills), the repair step it routes to, and the two
+routes back to plan when the composition is short of its targets. Node state is ids only; the
+store is the source of truth, so a killed build resumes by running again.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import operator
-import time
-from typing import Annotated, Any, TypedDict
-
-from langgraph.graph import END, START, StateGraph
+from typing import Any
 
 from forge.artifact_types import Template
-from forge.errors import ContractError, DefinitionError, SkillExecutionError
-from forge.executor import Executor, NodeResult
+from forge.errors import ContractError, DefinitionError
+from forge.executor import Executor, NodeResult, WorkflowNode
 from forge.gatelog import GateLog
-from forge_skills.verify.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, allocate, allocate_by_source, source_quotas, split_targets, balance_answers, blind_evaluation, expected_yield,
-                         grey_batches, independent_items, judge_grey_batch, near_duplicates, screen_invalid, StoreMemo)
 from forge.planner import Workflow
 from forge.progress import Progress
 from forge.resources import ResourceDescriptor
+from forge.stagegraph import BuildState, Route, Step, WorkflowRunner
 from forge.store import Store
-
-
-def _merge(a: dict[str, list[str]], b: dict[str, list[str]]) -> dict[str, list[str]]:
-    return {**a, **b}
-
-
-def _add(a: float, b: float) -> float:
-    return a + b
-
-
-class BuildState(TypedDict, total=False):
-    ids: Annotated[dict[str, list[str]], _merge]  # artifact type -> verified ids handed downstream
-    stage_seconds: Annotated[dict[str, float], _merge]
-    notes: Annotated[list[str], operator.add]
-    units: dict[str, int]  # source index -> scenes (or other units) to collect
-    collected: dict[str, int]  # source index -> units the current bindings were made from
-    source_ids: Annotated[dict[str, dict[str, list[str]]], _merge]  # source index -> type -> its own ids
-    topups: int  # how many times S4 sent the loop back to S2 for more evidence
+from forge_skills.verify.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, StoreMemo, allocate,
+                                       allocate_by_source, balance_answers, blind_evaluation, expected_yield,
+                                       grey_batches, independent_items, judge_grey_batch, near_duplicates,
+                                       screen_invalid, source_quotas, split_targets)
 
 
 # Synthesis realizes this much more than the targets ask, to absorb rejections at the gates.
@@ -51,13 +35,18 @@ MAX_TOPUPS = 4
 MAX_REFILLS = 2  # realize rounds after S5 screening, per build
 
 
-class StageRunner:
-    """Runs the workflow's nodes stage by stage and applies the gates between them."""
+class StageRunner(WorkflowRunner):
+    """The OE track's handlers, gates and routes over its workflow graph."""
+
+    steps = (Step("verify", "S5", "verification (gates B1, DUP, DEP, BAL, C1)", after="realize"),
+             Step("repair", "S5", "diagnosis and repair", then="verify"))
+    stage_titles = {"S1": "intent blueprinting", "S2": "data collection", "S3": "evidence structuring",
+                    "S4": "benchmark synthesis", "S5": "packaging"}
 
     def __init__(self, workflow: Workflow, executor: Executor, store: Store, gate_settings: dict[str, Any],
                  progress: Progress, gate_log: GateLog, sources: list[ResourceDescriptor], *, repair: Any = None,
                  ablate: str | None = None) -> None:
-        self.workflow = workflow
+        super().__init__(workflow, executor, store, progress)
         # Per source: the plan skill's unit parameter and the unit-count field; the template families.
         self.scales = [d.scale for d in sources]
         self._families = [d.templates for d in sources]
@@ -67,12 +56,8 @@ class StageRunner:
         self._replaced: set[str] = set()
         self._final_checked = False
         self.verified_before_repair = 0
-        self.executor = executor
-        self.store = store
         self.gates = gate_settings
-        self.progress = progress
         self.log = gate_log
-        self.results: dict[str, NodeResult] = {}
         self.item_stats: dict[str, Any] = {}
         self.blind_reports: dict[str, dict] = {}
         self.grey: dict[str, bool] = {}
@@ -83,11 +68,20 @@ class StageRunner:
         self._summaries: dict[str, BindingSummary] = {}  # bindings are immutable: summarize each once
         self._repaired_items: set[str] = set()
 
-    # -- the track runner protocol (forge.tracks.TrackRunner) -------------------------------
+    # -- the stage graph (forge.stagegraph) -------------------------------------------------
 
-    def run(self) -> dict[str, Any]:
-        initial = {"ids": {}, "stage_seconds": {}, "notes": [], "units": {}, "collected": {}, "source_ids": {}, "topups": 0}
-        return stage_graph(self).invoke(initial, {"recursion_limit": 50})
+    def handlers(self):
+        return {"plan": self.plan, "template": self.templates, "bind": self.bind, "realize": self.realize,
+                "package": self.package}
+
+    def step_handlers(self):
+        return {"verify": self.verify, "repair": self.repair_round}
+
+    def routes(self) -> list[Route]:
+        return [Route("bind", lambda state: "plan" if _more(state) else None, ("plan",)),
+                Route("verify", self.route_after_verify, ("repair", "plan"))]
+
+    # -- the track runner protocol (forge.tracks.TrackRunner) -------------------------------
 
     def package_id(self, state: dict[str, Any]) -> str:
         return state["ids"]["Package"][0]
@@ -128,94 +122,33 @@ class StageRunner:
             out["repair"] = self.repair.summary(set(accepted), self.verified_before_repair)
         return out
 
-    # -- helpers --------------------------------------------------------------------------
-
-    def _run(self, role: str, available: dict[str, list[str]], *, only: set[str] | None = None,
-             label: str | None = None) -> NodeResult:
-        node = self.workflow.node(role)
-        invs = self.executor.invocations(node, available)
-        if only is not None:
-            invs = [i for i in invs if set(i.input_ids) & only]
-        result = self.executor.run(invs, label=label or f"{node.stage} {node.skill.name}")
-        agg = self.results.setdefault(role, NodeResult())
-        agg.merge(result)
-        if invs and not result.verified and result.errors:
-            raise SkillExecutionError(result.errors[0])
-        return result
-
-    def _require(self, role: str, result: NodeResult, what: str) -> None:
-        if result.verified:
-            return
-        if result.rejected:
-            failed = self.store.execute(
-                "SELECT requirement_id, diagnostics FROM verifications WHERE artifact_id = ? AND NOT passed "
-                "AND severity = 'blocking' ORDER BY requirement_id", [result.rejected[0]]).fetchall()
-            detail = "; ".join(f"{r}: {d}" for r, d in failed) or "see `forge audit`"
-            raise ContractError(f"every {what} failed its contract (e.g. {result.rejected[0][:12]}: {detail})")
-        raise SkillExecutionError(f"role {role!r} produced no {what}")
-
-    def _timed(self, stage: str, fn, state: BuildState) -> dict[str, Any]:
-        self.progress.stage(f"{stage} {_STAGE_TITLES[stage]}")
-        t0 = time.perf_counter()
-        update = fn(state)
-        key = stage.split()[0]
-        update["stage_seconds"] = {key: state.get("stage_seconds", {}).get(key, 0.0) + time.perf_counter() - t0}
-        return update
-
     # -- stages ---------------------------------------------------------------------------
 
-    def s1_blueprint(self, state: BuildState) -> dict[str, Any]:
-        r = self._run("blueprint", {})
-        self._require("blueprint", r, "blueprint")
-        return {"ids": {"Blueprint": r.verified}}
+    # -- roles ------------------------------------------------------------------------------
 
-    def s2_collect(self, state: BuildState) -> dict[str, Any]:
-        """Each source's own plan and collect skills, over as many units as it is to give."""
+    def plan(self, node: WorkflowNode, state: BuildState) -> dict[str, Any]:
+        """A source's plan skill over as many units as the source is to give."""
+        units = dict(state.get("units") or {})
+        if not units:
+            bp = self._blueprint()
+            units = {str(i): int(src[self.scales[i]["field"]]) for i, src in enumerate(bp.sources)}
+        node.fanout = [{self.scales[node.source]["parameter"]: k} for k in range(units[str(node.source)])]
+        return {**self.run_role(node, state, "scene specification"), "units": units}
+
+    def templates(self, node: WorkflowNode, state: BuildState) -> dict[str, Any]:
+        update = self.run_role(node, state, "template")
+        self._check_coverage(update["ids"]["Template"])
+        return update
+
+    def bind(self, node: WorkflowNode, state: BuildState) -> dict[str, Any]:
+        """Each source's evidence bound to the templates of its own families (and the intent's
+        template folders); more units when the bindings cannot meet the targets."""
         ids = state["ids"]
-        bp = self.executor.load(ids["Blueprint"][0])
-        units = dict(state.get("units") or {str(i): int(src[self.scales[i]["field"]])
-                                            for i, src in enumerate(bp.sources)})
-        by_type: dict[str, list[str]] = {}
-        per_source: dict[str, dict[str, list[str]]] = {}
-        for i in range(self.workflow.sources):
-            plan_node, collect_node = self.workflow.source_node("plan", i), self.workflow.source_node("collect", i)
-            plan_node.fanout = [{self.scales[i]["parameter"]: k} for k in range(units[str(i)])]
-            plan = self._run(plan_node.role, ids)
-            self._require(plan_node.role, plan, "scene specification")
-            # The resource decides the types: SceneSpec -> SourceRecord for simulators,
-            # ImageUnit -> ImageRecord for image folders.
-            plan_type, source_type = plan_node.skill.output, collect_node.skill.output
-            src = self._run(collect_node.role, {**ids, plan_type: plan.verified})
-            self._require(collect_node.role, src, "source record")
-            by_type.setdefault(plan_type, []).extend(plan.verified)
-            by_type.setdefault(source_type, []).extend(src.verified)
-            per_source[str(i)] = {source_type: src.verified}
-        return {"ids": by_type, "units": units, "source_ids": per_source}
-
-    def s3_structure(self, state: BuildState) -> dict[str, Any]:
-        evidence: list[str] = []
-        per_source: dict[str, dict[str, list[str]]] = {}
-        for i in range(self.workflow.sources):
-            node = self.workflow.source_node("structure", i)
-            own = state["source_ids"][str(i)]
-            ev = self._run(node.role, own)
-            self._require(node.role, ev, "evidence record")
-            evidence += ev.verified
-            per_source[str(i)] = {**own, "EvidenceRecord": ev.verified}
-        return {"ids": {"EvidenceRecord": evidence}, "source_ids": per_source}
-
-    def s4_bind(self, state: BuildState) -> dict[str, Any]:
-        """Templates once for all sources; each source's evidence bound to the templates of its
-        own families (and the intent's template folders)."""
-        ids = state["ids"]
-        tpl = self._run("template", ids)
-        self._require("template", tpl, "template")
-        self._check_coverage(tpl.verified)
         bind = NodeResult()
         for i in range(self.workflow.sources):
-            templates = self._templates_for(i, tpl.verified)
+            templates = self._templates_for(i, ids["Template"])
             evidence = state["source_ids"][str(i)]["EvidenceRecord"]
-            bind.merge(self._run("bind", {**ids, "Template": templates, "EvidenceRecord": evidence}))
+            bind.merge(self.run_node(node.role, {**ids, "Template": templates, "EvidenceRecord": evidence}))
         bindings = bind.verified
         if not bindings and not bind.rejected:
             bp = self._blueprint()
@@ -223,9 +156,8 @@ class StageRunner:
                 f"no evidence of source {_kinds(bp)} admits a question for {', '.join(bp.capabilities)}: "
                 f"the source registers none of the facts these templates need",
                 hint="`forge resources` lists what each source registers; choose capabilities it can support")
-        self._require("bind", bind, "binding")
-        update: dict[str, Any] = {"ids": {"Template": tpl.verified, "Binding": bindings},
-                                  "collected": dict(state["units"])}
+        self.require(node.role, bind, "binding")
+        update: dict[str, Any] = {"ids": {"Binding": bindings}, "collected": dict(state["units"])}
         extra = self._extra_units(bindings, state)
         if extra:
             update["units"] = {i: n + extra.get(i, 0) for i, n in state["units"].items()}
@@ -242,10 +174,7 @@ class StageRunner:
         self.executor.preload(template_ids)
         return [t for t in template_ids if _family(self.executor.load(t).file) in families | {None}]
 
-    def wants_more(self, state: BuildState) -> str:
-        return "more" if _more(state) else "enough"
-
-    def s4_realize(self, state: BuildState) -> dict[str, Any]:
+    def realize(self, node: WorkflowNode, state: BuildState) -> dict[str, Any]:
         ids = state["ids"]
         bindings = self._binding_summaries(ids["Binding"])
         plan = allocate_by_source(self._blueprint(), bindings, self._binding_sources(bindings, state), HEADROOM)
@@ -255,14 +184,14 @@ class StageRunner:
         # Gate A: a small batch per template first; only templates that pass get full synthesis.
         enabled = []
         for template, bids in sorted(grey.items()):
-            r = self._run("realize", {"Binding": bids}, label=f"S4 grey batch {template}")
+            r = self.run_node(node.role, {"Binding": bids}, label=f"S4 grey batch {template}")
             items_ok += r.verified
             items_bad += r.rejected
             if judge_grey_batch(self.log, template, r.verified, r.rejected, self.gates["grey_min_valid"]):
                 enabled.append(template)
             self.grey[template] = template in enabled
         full = [b for t in enabled for b in rest[t]]
-        r = self._run("realize", {"Binding": full}, label="S4 synthesize.realize_item")
+        r = self.run_node(node.role, {"Binding": full}, label="S4 synthesize.realize_item")
         items_ok += r.verified
         items_bad += r.rejected
         disabled = {t for t in grey if t not in enabled}
@@ -302,7 +231,7 @@ class StageRunner:
         if not chosen:
             return []
         self._realized |= set(chosen)
-        r = self._run("realize", {"Binding": chosen}, label="S5 refill")
+        r = self.run_node("realize", {"Binding": chosen}, label="S5 refill")
         self.item_stats["candidates"] = self.item_stats.get("candidates", 0) + len(r.verified) + len(r.rejected)
         self.item_stats["refilled"] = self.item_stats.get("refilled", 0) + len(chosen)
         return r.verified
@@ -363,7 +292,9 @@ class StageRunner:
         # At least a quarter more: top-ups are few (MAX_TOPUPS), small ones would waste them.
         return {i: max(math.ceil(u / 4), min(u, math.ceil(u * (1.0 / worst - 1.0) * 1.1))) for i, u in growable.items()}
 
-    def s5_verify(self, state: BuildState) -> dict[str, Any]:
+    # -- steps ------------------------------------------------------------------------------
+
+    def verify(self, state: BuildState) -> dict[str, Any]:
         """Gates B1, balance, C1 and DUP over the item pool, refilled while a capability is short
         and unrealized bindings remain; failures are left for the repair loop."""
         pool = list(state["ids"]["OEItem"])
@@ -433,10 +364,10 @@ class StageRunner:
         return {ev: self.source_kinds[int(i)] for i, own in (state.get("source_ids") or {}).items()
                 for ev in own.get("EvidenceRecord", [])}
 
-    def route_after_verify(self, state: BuildState) -> str:
+    def route_after_verify(self, state: BuildState) -> str | None:
         if self.repair is not None and self.repair.rounds <= self.repair.settings.budget and self._pending_failures():
             return "repair"
-        return "more" if _more(state) else "package"
+        return "plan" if _more(state) else None
 
     def _shortfall(self, accepted: dict[str, Any]) -> int:
         have: dict[str, int] = {}
@@ -479,7 +410,7 @@ class StageRunner:
         self.item_stats["accepted"] = accepted
         return {i: items[i] for i in accepted}
 
-    def s5_repair(self, state: BuildState) -> dict[str, Any]:
+    def repair_round(self, state: BuildState) -> dict[str, Any]:
         """One round of diagnosis and repair; repaired items replace their priors in the pool."""
         if self.repair.rounds == 0:
             self.verified_before_repair = self._verified_in_build()
@@ -494,7 +425,7 @@ class StageRunner:
         pool = [i for i in state["ids"]["OEItem"] if i not in self._replaced] + outcome["items"]
         return {"ids": {"OEItem": sorted(set(pool))}}
 
-    def s5_package(self, state: BuildState) -> dict[str, Any]:
+    def package(self, node: WorkflowNode, state: BuildState) -> dict[str, Any]:
         ids = state["ids"]
         accepted = self.item_stats.get("accepted", [])
         self.item_stats["contract_rejected"] = [a for a in self._rejected_in_build("OEItem")]
@@ -504,9 +435,9 @@ class StageRunner:
         # People's verdicts are part of what the package reports: they enter its identity.
         verdicts = [{k: r[k] for k in ("artifact_id", "verdict", "reviewer", "reviewed_at")}
                     for r in self.store.human_verdicts()]
-        self.workflow.node("package").fanout = [{"human_review": verdicts}] if verdicts else None
-        pkg = self._run("package", {"Blueprint": ids["Blueprint"], "OEItem": accepted})
-        self._require("package", pkg, "package")
+        node.fanout = [{"human_review": verdicts}] if verdicts else None
+        pkg = self.run_node(node.role, {"Blueprint": ids["Blueprint"], "OEItem": accepted})
+        self.require(node.role, pkg, "package")
         return {"ids": {"Package": pkg.verified}}
 
     # -- repair support -------------------------------------------------------------------
@@ -616,36 +547,3 @@ def _family(label: str) -> str | None:
     for a template of the intent's own folders, which every source may use."""
     lib, _, rest = label.partition(":")
     return None if lib == "dir" else rest.split("/")[0]
-
-
-_STAGE_TITLES = {"S1": "intent blueprinting", "S2": "data collection", "S3": "evidence structuring",
-                 "S4": "benchmark synthesis: templates and binding", "S4 realize": "benchmark synthesis: items",
-                 "S5": "verification (gates B1, DUP, DEP, BAL, C1)", "S5 repair": "diagnosis and repair",
-                 "S5 package": "packaging"}
-
-
-def stage_graph(runner: StageRunner):
-    """S1 -> S2 -> S3 -> S4 bind -(short of targets)-> S2 ... -> S4 realize -> S5 verify
-    -(failures)-> S5 repair -> S5 verify ... -(still short after the gates)-> S2 ... -> S5 package.
-
-    Each node returns ids only. The edge after binding collects more evidence when the
-    blueprint's composition cannot be met; the edge after verification is the repair loop, or
-    more evidence when the gates left a capability short; both are bounded by MAX_TOPUPS.
-    """
-    graph = StateGraph(BuildState)
-    steps = {"S1": runner.s1_blueprint, "S2": runner.s2_collect, "S3": runner.s3_structure,
-             "S4": runner.s4_bind, "S4 realize": runner.s4_realize, "S5": runner.s5_verify,
-             "S5 repair": runner.s5_repair, "S5 package": runner.s5_package}
-    for name, fn in steps.items():
-        graph.add_node(name, lambda state, _s=name, _f=fn: runner._timed(_s, _f, state))
-    graph.add_edge(START, "S1")
-    graph.add_edge("S1", "S2")
-    graph.add_edge("S2", "S3")
-    graph.add_edge("S3", "S4")
-    graph.add_conditional_edges("S4", runner.wants_more, {"more": "S2", "enough": "S4 realize"})
-    graph.add_edge("S4 realize", "S5")
-    graph.add_conditional_edges("S5", runner.route_after_verify,
-                                {"repair": "S5 repair", "more": "S2", "package": "S5 package"})
-    graph.add_edge("S5 repair", "S5")
-    graph.add_edge("S5 package", END)
-    return graph.compile()

@@ -1,0 +1,118 @@
+"""The stage graph is the planner's workflow: its nodes and order come from the workflow, a
+track adds steps and routes, and a track that only names roles runs on the engine's default
+handlers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from forge.contracts import ContractBook
+from forge.executor import Executor
+from forge.gatelog import GateLog
+from forge.intent import load_intent
+from forge.planner import compose, validate
+from forge.progress import Progress
+from forge.resources import descriptor
+from forge.skills import discover
+from forge.stagegraph import Route, Step, WorkflowRunner
+from forge.store import Store
+from forge.executor import WorkflowNode
+from forge_skills.oe.stages import StageRunner
+
+from conftest import write_intent
+
+ROOT = Path(__file__).resolve().parents[1]
+DOTA = ROOT.parent / "shared" / "data" / "aerial_dota"
+
+
+def _oe_runner(path: Path) -> StageRunner:
+    loaded = load_intent(path)
+    workflow = compose(loaded, discover())
+    sources = [descriptor(s.kind) for s in loaded.intent.sources]
+    return StageRunner(workflow, None, None, {}, Progress(enabled=False), GateLog("test"), sources)
+
+
+@pytest.mark.skipif(not DOTA.is_dir(), reason="../shared/data/aerial_dota is absent")
+def test_graph_nodes_are_the_workflow_nodes_of_every_source_plus_the_tracks_steps():
+    runner = _oe_runner(ROOT / "examples" / "uav_mixed.yaml")
+    roles = [n.role for n in runner.workflow.nodes]
+    assert {"plan", "plan@1", "collect", "collect@1", "structure", "structure@1"} <= set(roles)
+    order = runner.sequence()
+    assert [n for n in order if n != "verify"] == roles  # the workflow's order, untouched
+    assert order.index("verify") == order.index("realize") + 1  # the gate step follows the role it names
+    graph = runner.compile().get_graph()
+    assert set(graph.nodes) == set(roles) | {"verify", "repair", "__start__", "__end__"}
+    edges = {(e.source, e.target) for e in graph.edges}
+    # The workflow's typed edges within a source chain appear in order...
+    assert ("collect", "structure") in edges or roles.index("collect") < roles.index("structure")
+    for a, b in zip(order, order[1:]):
+        assert (a, b) in edges, f"{a} -> {b} missing"
+    # ...and the track's routes loop back: more evidence to the first plan node, repair and back.
+    assert ("bind", "plan") in edges and ("verify", "plan") in edges
+    assert ("verify", "repair") in edges and ("repair", "verify") in edges
+    assert ("package", "__end__") in edges
+
+
+def test_a_step_after_an_unknown_role_is_a_definition_error(tmp_path):
+    from forge.errors import DefinitionError
+
+    runner = _oe_runner(write_intent(tmp_path))
+
+    class Odd(StageRunner):
+        steps = (Step("verify", "S5", "gates", after="nowhere"),)
+
+    odd = Odd(runner.workflow, None, None, {}, Progress(enabled=False), GateLog("t"),
+              [descriptor("pybullet_tabletop")])
+    with pytest.raises(DefinitionError, match="step 'verify' follows 'nowhere'"):
+        odd.sequence()
+
+
+def test_a_track_that_only_names_roles_runs_on_the_default_handlers(tmp_path):
+    """Blueprint -> plan -> collect -> structure with no handler of its own: each node runs its
+    skill over what the graph state holds and hands its verified ids on; a route repeats plan
+    once with more units, and only the new units execute."""
+    registry = discover()
+    loaded = load_intent(write_intent(tmp_path))
+    nodes = [WorkflowNode("blueprint", registry.get("blueprint.from_intent"), {"intent": loaded.raw}),
+             WorkflowNode("plan", registry.get("collect.plan_tabletop_scenes"), {},
+                          [{"scene_index": k} for k in range(2)], source=0),
+             WorkflowNode("collect", registry.get("collect.render_scene"), {}, source=0),
+             WorkflowNode("structure", registry.get("structure.rendered_evidence"), {}, source=0)]
+    workflow = validate(nodes)
+
+    class Collector(WorkflowRunner):
+        steps = (Step("grow", "S3", "more scenes once", after="structure"),)
+        rounds = 0
+
+        def step_handlers(self):
+            return {"grow": self.grow}
+
+        def grow(self, state):
+            self.rounds += 1
+            if self.rounds == 1:
+                workflow.node("plan").fanout = [{"scene_index": k} for k in range(3)]
+            return {}
+
+        def routes(self):
+            return [Route("grow", lambda state: "plan" if self.rounds == 1 else None, ("plan",))]
+
+    def run(build_id: str):
+        workflow.node("plan").fanout = [{"scene_index": k} for k in range(2)]
+        with Store(tmp_path / "store") as store:
+            executor = Executor(store, ContractBook.load([]), build_id, workers=1)
+            runner = Collector(workflow, executor, store, Progress(enabled=False))
+            state = runner.run()
+            executor.close()
+        return runner, state
+
+    runner, state = run("b1")
+    assert len(state["ids"]["SceneSpec"]) == 3 and len(state["ids"]["SourceRecord"]) == 3
+    assert state["source_ids"]["0"]["EvidenceRecord"] == state["ids"]["EvidenceRecord"]
+    assert len(state["ids"]["EvidenceRecord"]) == 3
+    assert runner.results["collect"].executed == 3  # two scenes, then only the third
+    assert set(state["stage_seconds"]) == {"S1", "S2", "S3"}
+    again, state2 = run("b2")  # a second build finds every run stored
+    assert {t: sorted(v) for t, v in state2["ids"].items()} == {t: sorted(v) for t, v in state["ids"].items()}
+    assert again.results["collect"].executed == 0 and again.results["collect"].reused == 3
