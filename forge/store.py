@@ -333,9 +333,12 @@ class Store(BlobStore):
 
     def fields(self, ids: Iterable[str], paths: dict[str, str]) -> dict[str, dict[str, str | None]]:
         """Selected JSON fields of artifacts' content (``name -> JSON path``), without loading them."""
-        cols = ", ".join(f"json_extract_string(content, '{p}')" for p in paths.values())
-        rows = self._ids_query(f"SELECT id, {cols} FROM artifacts WHERE id IN (SELECT id FROM _ids)", ids)
-        return {r[0]: dict(zip(paths, r[1:])) for r in rows}
+        # One extraction with a list of paths parses each document once (a call per path parses it
+        # once per path: several times slower over thousands of bindings).
+        listed = "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths.values()) + "]"
+        rows = self._ids_query(f"SELECT id, json_extract_string(content, {listed}) FROM artifacts "
+                               "WHERE id IN (SELECT id FROM _ids)", ids)
+        return {r[0]: dict(zip(paths, r[1])) for r in rows}
 
     def artifact_statuses(self, ids: Iterable[str]) -> dict[str, tuple[str, str, str | None]]:
         rows = self._ids_query(

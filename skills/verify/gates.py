@@ -52,7 +52,23 @@ def _determinant(text: str) -> dict[str, Any]:
     return found
 
 
+_KEEPABLE: dict[str, dict[str, list[str]]] = {}
+
+
 def keepable(bindings: dict[str, BindingSummary], min_items: int = 8) -> dict[str, list[str]]:
+    """As :func:`_keepable`, remembered for the last few sets of bindings: the yield estimate after
+    binding and the allocation that follows ask it of the same bindings (a binding's id fixes its
+    summary, so the ids are the key)."""
+    key = digest(sorted(bindings), min_items)
+    found = _KEEPABLE.get(key)
+    if found is None:
+        if len(_KEEPABLE) >= 4:
+            _KEEPABLE.clear()
+        found = _KEEPABLE[key] = _keepable(bindings, min_items)
+    return {t: list(ids) for t, ids in found.items()}
+
+
+def _keepable(bindings: dict[str, BindingSummary], min_items: int) -> dict[str, list[str]]:
     """Per template, the bindings the gates can be expected to let through, in an order whose
     every prefix stays balanced: those whose determinants are independent of each other (as the
     independence gate keeps them, in id order), and per kind of object named and answer no more
