@@ -12,15 +12,28 @@ import os
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
 from forge.artifact_types import ArtifactContent, content_type
 from forge.errors import SkillExecutionError
 from forge.invocation import Invocation
 from forge.skills import Output, SkillContext, SkillSpec
-from forge.store import BlobStore, now
+from forge.store import BlobError, BlobStore, now
 
-Executed = tuple[Invocation, list[Output], str | None, Any, Any]
+
+@dataclass
+class Executed:
+    """What running one invocation gave: its outputs or its error, when it ran, the blobs it
+    wrote and, when it failed on a missing or damaged blob, that blob's digest."""
+
+    inv: Invocation
+    outputs: list[Output]
+    error: str | None
+    started: Any
+    ended: Any
+    blobs: list[str] = field(default_factory=list)
+    blob_error: str | None = None
 
 
 class Backend(Protocol):
@@ -42,15 +55,7 @@ class InlineBackend:
 
     def execute(self, todo: list[Invocation]) -> Iterator[Executed]:
         for inv in todo:
-            started = now()
-            try:
-                contents = {k: ([self.load(a) for a in v] if isinstance(v, list) else self.load(v))
-                            for k, v in inv.inputs.items()}
-                ctx = SkillContext(inv.node.skill, inv.params, inv.seed_key or inv.run_key, self.store, inv.inputs,
-                                   loader=self.load)
-                yield inv, normalize_outputs(inv.node.skill, inv.node.skill.fn(ctx, **contents)), None, started, now()
-            except Exception as exc:
-                yield inv, [], describe_error(inv, exc), started, now()
+            yield run_inline(inv, self.store, self.load)
 
     def close(self) -> None:
         pass
@@ -82,11 +87,12 @@ class ProcessPoolBackend:
                 payload, inv.inputs)))
         for inv, started, fut in futures:
             try:
-                raw = fut.result()
+                raw, blobs = fut.result()
                 outputs = [Output(content_type(t).model_validate(c), k, m) for t, c, k, m in raw]
-                yield inv, outputs, None, started, now()
+                yield Executed(inv, outputs, None, started, now(), blobs)
             except Exception as exc:
-                yield inv, [], describe_error(inv, exc), started, now()
+                yield Executed(inv, [], describe_error(inv, exc), started, now(),
+                               blob_error=exc.digest if isinstance(exc, BlobError) else None)
 
     def _typed(self, aid: str) -> tuple[str, dict[str, Any]]:
         content = self.load(aid)
@@ -96,6 +102,19 @@ class ProcessPoolBackend:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+
+
+def run_inline(inv: Invocation, store: Any, load: Callable[[str], ArtifactContent]) -> Executed:
+    """Run one invocation in this process."""
+    started = now()
+    ctx = SkillContext(inv.node.skill, inv.params, inv.seed_key or inv.run_key, store, inv.inputs, loader=load)
+    try:
+        contents = {k: ([load(a) for a in v] if isinstance(v, list) else load(v)) for k, v in inv.inputs.items()}
+        outputs = normalize_outputs(inv.node.skill, inv.node.skill.fn(ctx, **contents))
+        return Executed(inv, outputs, None, started, now(), ctx.blobs)
+    except Exception as exc:
+        return Executed(inv, [], describe_error(inv, exc), started, now(),
+                        blob_error=exc.digest if isinstance(exc, BlobError) else None)
 
 
 def normalize_outputs(spec: SkillSpec, raw: Any) -> list[Output]:
@@ -116,8 +135,12 @@ def normalize_outputs(spec: SkillSpec, raw: Any) -> list[Output]:
 def describe_error(inv: Invocation, exc: Exception) -> str:
     tb = traceback.extract_tb(exc.__traceback__)
     where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""
+    return describe_failure(inv, type(exc).__name__, str(exc), where)
+
+
+def describe_failure(inv: Invocation, kind: str, message: str, where: str = "") -> str:
     inputs = ", ".join(f"{k}={v if isinstance(v, str) else f'[{len(v)} artifacts]'}" for k, v in inv.inputs.items())
-    return f"skill {inv.node.skill.name!r} failed on ({inputs}): {type(exc).__name__}: {exc}{where}"
+    return f"skill {inv.node.skill.name!r} failed on ({inputs}): {kind}: {message}{where}"
 
 
 PARENT_POLL_S = 0.5
@@ -139,7 +162,7 @@ def exit_with_parent(parent_pid: int) -> None:
 
 
 def worker_execute(skill_name: str, params: dict[str, Any], run_key: str, store_root: str,
-                   payload: dict[str, Any], input_ids: dict[str, Any]) -> list[tuple[str, dict, str, dict]]:
+                   payload: dict[str, Any], input_ids: dict[str, Any]) -> tuple[list[tuple[str, dict, str, dict]], list[str]]:
     """Runs one invocation in a worker process; only blobs are written there, never the DB."""
     from forge.skills import discover
 
@@ -151,4 +174,4 @@ def worker_execute(skill_name: str, params: dict[str, Any], run_key: str, store_
     }
     ctx = SkillContext(spec, params, run_key, BlobStore(store_root), input_ids)
     outputs = normalize_outputs(spec, spec.fn(ctx, **contents))
-    return [(o.content.TYPE, o.content.model_dump(mode="json"), o.key, o.metadata) for o in outputs]
+    return [(o.content.TYPE, o.content.model_dump(mode="json"), o.key, o.metadata) for o in outputs], ctx.blobs

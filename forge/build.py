@@ -40,6 +40,7 @@ class BuildOptions:
     progress: bool = True
     ablate: str | None = None  # one of ABLATIONS: switch that part of the loop off
     faults: FaultPlan | None = None  # testing seam: plant defects (see forge.faults)
+    executor: str = "local"  # where parallel skills run: a local process pool, "ray" or "ray://ADDRESS"
 
 
 def default_store_dir(intent_path: Path) -> Path:
@@ -59,7 +60,7 @@ def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[
         contracts.tag = options.ablate
     store_dir = options.store_dir or default_store_dir(loaded.path)
     t0 = time.perf_counter()
-    with Store(store_dir) as store:
+    with Store(store_dir, wait_s=30.0) as store:  # a reader (verify, audit) may be finishing
         build_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         force_keys: set[str] = set()
         force_ids: set[str] = set()
@@ -67,13 +68,15 @@ def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[
             keys, ids = forced_scope(store, resolve(store, ref))
             force_keys |= keys
             force_ids |= ids
+        for stale in store.interrupted_builds():  # killed or crashed: we hold the lock, they are gone
+            store.mark_interrupted(stale)
         store.begin_build(build_id, str(loaded.path), loaded.content_hash)
         progress = Progress(enabled=options.progress)
         workers = options.workers or (os.cpu_count() or 1)
         executor = Executor(store, contracts, build_id, workers=workers, progress=progress,
                             force=(lambda inv: inv.run_key in force_keys or bool(force_ids & set(inv.input_ids)))
                             if force_keys else None,
-                            faults=options.faults, checks_enabled=not checks_off)
+                            faults=options.faults, checks_enabled=not checks_off, executor=options.executor)
         log = GateLog(build_id)
         sources = [descriptor(src.kind) for src in loaded.intent.sources]
         gates = loaded.intent.gates.model_dump()
@@ -88,10 +91,13 @@ def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[
         try:
             state = runner.run()
             pkg = executor.load(runner.package_id(state))
-            path, written = export(store, pkg, Path(options.out_dir))
-        except ForgeError as exc:
-            log.flush(store)
-            store.end_build(build_id, "failed", {"error": str(exc)})
+            path, written = export(store, pkg, Path(options.out_dir), recreate=executor.recreate_blob)
+        except BaseException as exc:  # whatever ends it, the build is recorded as failed, not running
+            try:
+                log.flush(store)
+                store.end_build(build_id, "failed", {"error": str(exc) or type(exc).__name__})
+            except Exception:
+                pass  # the store itself failed: the next build marks this one interrupted
             raise
         finally:
             executor.close()
@@ -99,6 +105,7 @@ def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[
         summary = _summary(runner, state, build_id, store_dir, path, written, time.perf_counter() - t0, pkg,
                            [s.kind for s in loaded.intent.sources])
         summary["ablate"] = options.ablate
+        summary["blobs_recreated"] = len(executor.blobs_recreated)
         store.end_build(build_id, "ok", summary)
     return summary
 

@@ -21,6 +21,8 @@ def _emit(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
 
 
 def _guard(fn: Callable[[], None]) -> None:
+    """Run a command; what goes wrong ends in one line and an exit code, not a traceback:
+    forge's own errors with theirs, the machine's (files, permissions, disk) with 1."""
     try:
         fn()
     except ForgeError as exc:
@@ -29,6 +31,23 @@ def _guard(fn: Callable[[], None]) -> None:
     except KeyboardInterrupt:
         click.echo("forge: interrupted; run the same command again to resume", err=True)
         sys.exit(130)
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        click.echo(f"forge: error: {exc.strerror or exc}{where}", err=True)
+        sys.exit(1)
+    except Exception as exc:
+        import duckdb
+
+        if not isinstance(exc, duckdb.Error):
+            raise
+        # A store opens lazily: damage in a page shows on the first query that reads it.
+        from forge.store import damaged_store
+
+        click.echo(f"forge: error: {damaged_store(None, exc)}", err=True)
+        sys.exit(1)
+    except MemoryError:
+        click.echo("forge: error: out of memory", err=True)
+        sys.exit(1)
 
 
 def _store_for(store: str | None, intent: str | None) -> Path:
@@ -48,12 +67,14 @@ def main() -> None:
 
 
 def _build_options(store: str | None, out: str, workers: int, quiet: bool, as_json: bool, rebuild_from=(),
-                   ablate: str | None = None, faults: str | None = None):
+                   ablate: str | None = None, faults: str | None = None, executor: str = "local"):
     from forge.build import BuildOptions
 
+    if executor != "local" and executor != "ray" and not executor.startswith("ray://"):
+        raise UsageError(f"--executor {executor!r}: choose local, ray or ray://HOST:PORT")
     return BuildOptions(store_dir=Path(store) if store else None, out_dir=Path(out), workers=workers,
                         progress=not (quiet or as_json), rebuild_from=list(rebuild_from), ablate=ablate,
-                        faults=_fault_plan(faults) if faults else None)
+                        faults=_fault_plan(faults) if faults else None, executor=executor)
 
 
 def _fault_plan(path: str):
@@ -115,13 +136,17 @@ def _print_summary(s: dict[str, Any]) -> None:
               help="switch one part of the closed loop off (for ablation studies)")
 @click.option("--faults", type=click.Path(dir_okay=False, exists=True), hidden=True,
               help="testing seam: a JSON fault plan of defects to plant")
+@click.option("--executor", default="local", show_default=True,
+              help="where parallel skills run: local (a process pool), ray (a local Ray cluster of --workers "
+                   "CPUs) or ray://HOST:PORT (a running cluster sharing the store folder)")
 def build(intent: str, store: str | None, out: str, workers: int, quiet: bool, as_json: bool,
-          ablate: str | None, faults: str | None) -> None:
+          ablate: str | None, faults: str | None, executor: str) -> None:
     """Plan, collect, structure, synthesize, verify and package the benchmark of INTENT."""
     def run() -> None:
         from forge.build import build as do_build
 
-        summary = do_build(intent, _build_options(store, out, workers, quiet, as_json, ablate=ablate, faults=faults))
+        summary = do_build(intent, _build_options(store, out, workers, quiet, as_json, ablate=ablate, faults=faults,
+                                                  executor=executor))
         _emit(summary, as_json, _print_summary)
     _guard(run)
 
@@ -347,8 +372,9 @@ def reverify(package: str, store: str | None, intent: str | None, as_json: bool)
                 click.echo(f"  re-verified {done}/{total} items", err=True)
 
         with Store(store_dir, read_only=True) as s:
-            report = reverify_package(s, target, progress)
-        report["file_problems"] = problems
+            snapshot = s.snapshot(_package_item_ids(target))
+        report = reverify_package(snapshot, target, progress)
+        report["file_problems"] = problems + [p for p in report.get("file_problems", []) if p not in problems]
 
         def render(r: dict[str, Any]) -> None:
             click.echo(f"{r['items']} items: {r['valid']} valid, {r['invalid']} invalid "
@@ -359,6 +385,96 @@ def reverify(package: str, store: str | None, intent: str | None, as_json: bool)
                 click.echo(f"  {p}")
         _emit(report, as_json, render)
         if report["invalid"] or problems:
+            sys.exit(1)
+    _guard(run)
+
+
+def _package_item_ids(package: Path) -> list[str]:
+    from forge.verify import _item_ids
+
+    return _item_ids(package)
+
+
+@main.command()
+@click.argument("package", type=click.Path(file_okay=False))
+@click.option("--store", "store", type=click.Path(file_okay=False), default=None,
+              help="the store the package was built in (re-verifies every answer)")
+@click.option("--intent", "intent", type=click.Path(dir_okay=False), default=None,
+              help="the intent it was built from: its store is the .forge folder beside it")
+@click.option("--json", "as_json", is_flag=True)
+def verify(package: str, store: str | None, intent: str | None, as_json: bool) -> None:
+    """Check that PACKAGE is intact (every file against its checksum) and, given its store,
+    that every answer is right. Exit 0: intact and valid; 1: damage or invalid items; 2: not
+    a package."""
+    def run() -> None:
+        from forge.verify import verify_package
+
+        store_dir = Path(store) if store else (_store_for(None, intent) if intent else None)
+
+        def progress(done: int, total: int) -> None:
+            if not as_json:
+                click.echo(f"  re-verified {done}/{total} items", err=True)
+
+        report = verify_package(Path(package), store_dir, progress)
+
+        def render(r: dict[str, Any]) -> None:
+            click.echo(f"{r['package']}: {len(r['file_problems'])} file problems")
+            for p in r["file_problems"][:30]:
+                click.echo(f"  {p}")
+            if r["reverified"]:
+                click.echo(f"{r['items']} items: {r['valid']} valid, {r['invalid']} invalid")
+                for iid, why in list(r["reasons"].items())[:20]:
+                    click.echo(f"  {iid[:12]}  {why}")
+            else:
+                click.echo(r["note"])
+            click.echo("intact" if r["ok"] else "NOT intact")
+        _emit(report, as_json, render)
+        if not report["ok"]:
+            sys.exit(1)
+    _guard(run)
+
+
+@main.command()
+@click.argument("intent", required=False, type=click.Path(dir_okay=False))
+@click.option("--store", type=click.Path(file_okay=False), help="store folder (default: .forge next to the intent, else ./.forge)")
+@click.option("--repair", is_flag=True, help="fix what provenance allows: re-make damaged or missing blobs from the "
+                                              "runs that wrote them, remove orphan rows and temporary files, mark "
+                                              "interrupted builds failed, set a damaged write-ahead log aside")
+@click.option("--json", "as_json", is_flag=True)
+def fsck(intent: str | None, store: str | None, repair: bool, as_json: bool) -> None:
+    """Check a store: blobs against their digests, rows that point at nothing, builds that never
+    finished. Exit 0 when nothing is left unrepaired, 1 otherwise."""
+    def run() -> None:
+        from forge.integrity import fsck as do_fsck, set_wal_aside, summarize
+        from forge.store import DB_NAME, Store
+
+        store_dir = _store_for(store, intent)
+        if not (store_dir / DB_NAME).exists():
+            raise UsageError(f"{store_dir}: no forge store there (missing {DB_NAME})")
+        notes = []
+        try:
+            opened = Store(store_dir)
+        except StoreError as exc:
+            if not repair or not (store_dir / (DB_NAME + ".wal")).exists() or "damaged" not in exc.message:
+                raise
+            notes.append(set_wal_aside(store_dir / (DB_NAME + ".wal")))
+            opened = Store(store_dir)
+        with opened as s:
+            report = summarize(do_fsck(s, repair=repair, progress=None if as_json else
+                                       (lambda m: click.echo(f"  {m}", err=True))))
+        report["notes"] = notes
+
+        def render(r: dict[str, Any]) -> None:
+            for note in r["notes"]:
+                click.echo(note)
+            if not r["findings"]:
+                click.echo("store is consistent")
+            for kind, row in sorted(r["kinds"].items()):
+                click.echo(f"{kind:<24} {row['found']:>6} found, {row['repaired']:>6} repaired")
+            for f in [f for f in r["findings"] if not f["repaired"]][:20]:
+                click.echo(f"  {f['kind']}: {f['subject'][:40]}  {f['detail']}")
+        _emit(report, as_json, render)
+        if report["unrepaired"]:
             sys.exit(1)
     _guard(run)
 

@@ -23,13 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forge.artifact_types import ARTIFACT_TYPES, ArtifactContent
 from forge.codeversion import module_version
 from forge.errors import DefinitionError
 from forge.keys import RequirementId, digest, file_digest
+from forge.paths import list_files
+from forge.yamlfile import CONTRACT_LIMITS, read_yaml
 
 Verification = Literal["deterministic", "execution", "model-assisted"]
 Severity = Literal["blocking", "warning"]
@@ -128,13 +129,16 @@ class ContractBook:
         for d in extra_dirs or []:
             if not d.is_dir():
                 raise DefinitionError(f"{d}: contract folder not found")
-            files += sorted(d.glob("*.yaml"))
+            files += list_files(d, "*.yaml", what="contract folder")
         by_type: dict[str, list[tuple[Path, ContractFile]]] = {}
         for f in files:
+            raw = read_yaml(f, CONTRACT_LIMITS, what="contract", error=DefinitionError).data
             try:
-                parsed = ContractFile.model_validate(yaml.safe_load(f.read_text()))
-            except (yaml.YAMLError, ValidationError) as exc:
-                raise DefinitionError(f"{f}: invalid contract: {exc}") from None
+                parsed = ContractFile.model_validate(raw)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                field = ".".join(str(x) for x in first["loc"]) or "(top level)"
+                raise DefinitionError(f"{f}: invalid contract: {field}: {first['msg']}") from None
             if parsed.artifact_type not in ARTIFACT_TYPES:
                 raise DefinitionError(f"{f}: unknown artifact_type {parsed.artifact_type!r}")
             for req in parsed.requirements:

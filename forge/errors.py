@@ -9,13 +9,22 @@ traceback and names the file, field, skill or artifact at fault.
     +-- ContractError        a requirement could not be evaluated
     +-- SkillExecutionError  a skill raised while producing artifacts
     +-- PrerequisiteError    something the build needs is absent (module, simulator, data) (exit 3)
-    +-- StoreError           the store is missing, locked or of another format
+    +-- StoreError           the store cannot be opened or written: damaged, unreadable, no
+    |   |                    space, an unwritable package folder (exit 1)
+    |   +-- StoreBusyError   another process holds the store (a build writes alone)
+    |   +-- BlobError        a blob is missing or damaged (re-made from its run where possible)
     +-- UnknownReferenceError  a REF given on the command line matches nothing (exit 2)
     +-- UsageError           a command given something it cannot work on (exit 2)
         +-- ReviewError      a review page or verdicts file that cannot be made or read
+
+Outside the tree, the CLI turns the machine's own errors (OSError: files, permissions, disk) into
+one line and exit 1; `forge verify` and `forge fsck` exit 1 when they find damage.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 
 class ForgeError(Exception):
@@ -58,6 +67,23 @@ class PrerequisiteError(ForgeError):
 
 class StoreError(ForgeError):
     pass
+
+
+class StoreBusyError(StoreError):
+    """Another process holds the store's lock."""
+
+
+class BlobError(StoreError):
+    """A blob that is missing, unreadable or damaged; ``digest`` names it."""
+
+    def __init__(self, digest: str, problem: str, path: Any) -> None:
+        super().__init__(f"blob {digest[:16]} is {problem}: {path}",
+                         hint="`forge fsck --repair` re-creates blobs from the skill runs that made them")
+        self.digest = digest
+        self.problem = problem
+
+    def __reduce__(self):  # crosses process boundaries (pool workers) intact
+        return (BlobError, (self.digest, self.problem, Path(self.message.rsplit(": ", 1)[-1])))
 
 
 class UnknownReferenceError(ForgeError):

@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable
 
 from forge.artifact_types import ArtifactContent, content_type
-from forge.backends import Backend, InlineBackend, ProcessPoolBackend
+from forge.backends import Backend, InlineBackend, ProcessPoolBackend, run_inline
 from forge.contracts import CheckResult, ContractBook
 from forge.errors import SkillExecutionError
 from forge.invocation import Invocation, WorkflowNode, make_invocation
@@ -43,6 +43,7 @@ class Executor:
         progress: Any = None,
         faults: Any = None,
         checks_enabled: bool = True,
+        executor: str = "local",
     ) -> None:
         self.store = store
         self.build_id = build_id
@@ -53,6 +54,8 @@ class Executor:
         self.recorder = Recorder(store, contracts, build_id, self, faults=faults, checks_enabled=checks_enabled)
         self.inline: Backend = InlineBackend(store, self.load)
         self.pool: Backend | None = None  # started on first parallel work
+        self.executor_kind = executor  # "local" (a process pool), "ray" or "ray://ADDRESS"
+        self.blobs_recreated: list[str] = []  # damaged or missing blobs made again from their runs
 
     # The recorder holds what the contracts and fault plan need; these keep the executor's surface.
     @property
@@ -158,8 +161,10 @@ class Executor:
         last_flush = time.perf_counter()
         # One bulk read for all inputs instead of a query per invocation.
         self.preload([a for inv in todo for a in inv.input_ids])
-        for inv, outputs, error, started, ended in self._backend_for(todo).execute(todo):
-            rec.record(inv, outputs, error, started, ended, forced, batch, result)
+        for done in self._backend_for(todo).execute(todo):
+            if done.blob_error is not None and self.recreate_blob(done.blob_error):
+                done = run_inline(done.inv, self.store, self.load)  # once, with the blob made again
+            rec.record(done, forced, batch, result)
             if task:
                 task.advance(1)
             if time.perf_counter() - last_flush > self.FLUSH_EVERY_S:
@@ -172,14 +177,30 @@ class Executor:
         result.seconds = time.perf_counter() - t0
         return result
 
+    def recreate_blob(self, digest: str) -> bool:
+        """Make a damaged or missing blob again by re-running the skill run that wrote it."""
+        from forge.integrity import recreate_blob
+
+        ok = recreate_blob(self.store, digest, self.load)
+        if ok:
+            self.blobs_recreated.append(digest)
+        return ok
+
     def _backend_for(self, todo: list[Invocation]) -> Backend:
         """Worker processes for skills that declare themselves parallel, when there is more than
         one invocation and more than one worker; the driver process otherwise."""
         spec = todo[0].node.skill if todo else None
-        if spec is None or not spec.parallel or self.workers <= 1 or len(todo) <= 1:
+        local = not self.executor_kind.startswith("ray")
+        if spec is None or not spec.parallel or (local and (self.workers <= 1 or len(todo) <= 1)):
             return self.inline
         if self.pool is None:
-            self.pool = ProcessPoolBackend(str(self.store.root), self.workers, self.load)
+            if self.executor_kind.startswith("ray"):
+                from forge.ray_backend import RayBackend
+
+                address = self.executor_kind if "://" in self.executor_kind else None
+                self.pool = RayBackend(str(self.store.root), self.workers, self.load, address)
+            else:
+                self.pool = ProcessPoolBackend(str(self.store.root), self.workers, self.load)
         return self.pool
 
     def check(self, aid: str, content: ArtifactContent) -> list[CheckResult]:

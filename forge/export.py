@@ -10,11 +10,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator
 
 from forge.artifact_types import Package
+from forge.errors import StoreError
+from forge.integrity import remove_stale_temp
 from forge.keys import file_digest
-from forge.store import BlobStore
+from forge.store import BlobError, BlobStore
 
 
 def package_dir(out_root: Path, pkg: Package) -> Path:
@@ -42,37 +46,83 @@ def _listed(target: Path) -> dict[str, str]:
         return {}
 
 
-def export(blobs: BlobStore, pkg: Package, out_root: Path) -> tuple[Path, bool]:
-    """Materialize ``pkg``; returns (path, whether anything was written)."""
-    out_root.mkdir(parents=True, exist_ok=True)
+def export(blobs: BlobStore, pkg: Package, out_root: Path,
+           recreate: Callable[[str], bool] | None = None) -> tuple[Path, bool]:
+    """Materialize ``pkg``; returns (path, whether anything was written).
+
+    Every file is checked against its digest as it lands in the package (a damaged blob is made
+    again with ``recreate`` when given, else refused: never shipped). One export at a time per
+    package folder (a lock file beside it); temporary folders of exports that died are removed."""
+    try:
+        out_root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"{out_root}: cannot create the package folder ({exc.strerror or exc})",
+                         hint="pass --out DIR on a writable disk") from None
     target = package_dir(out_root, pkg)
-    if is_current(target, pkg):
-        return target, False
-    for stale in out_root.glob(f".tmp-{target.name}-*"):
-        shutil.rmtree(stale, ignore_errors=True)
-    tmp = out_root / f".tmp-{target.name}-{os.getpid()}"
+    with _exclusive(out_root / f".{target.name}.lock"):
+        if is_current(target, pkg):
+            return target, False
+        remove_stale_temp(out_root, f".tmp-{target.name}-")
+        remove_stale_temp(out_root, f".old-{target.name}-")
+        tmp = out_root / f".tmp-{target.name}-{os.getpid()}"
+        try:
+            _assemble(blobs, pkg, target, tmp, recreate)
+            old = out_root / f".old-{target.name}-{os.getpid()}"
+            if target.exists():
+                os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise StoreError(f"{target}: cannot write the package ({exc.strerror or exc})",
+                             hint="check the output folder's permissions and free space") from None
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return target, True
+
+
+def _assemble(blobs: BlobStore, pkg: Package, target: Path, tmp: Path,
+              recreate: Callable[[str], bool] | None) -> None:
     previous = _listed(target)
     for rel, digest in sorted(pkg.files.items()):
         dest = tmp / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
-        source = blobs.blob_path(digest)
-        # A file the previous version of this package already holds with the same digest is
-        # linked from it (the old folder goes away after the swap). Never linked from the
-        # store: editing a released file must not alter the store's blobs.
+        # A file the previous version of this package holds intact is linked from it (the old
+        # folder goes away after the swap). Never linked from the store: editing a released
+        # file must not alter the store's blobs.
         old_file = target / rel
-        if previous.get(rel) == digest and old_file.is_file() and old_file.stat().st_size == source.stat().st_size:
+        if previous.get(rel) == digest and old_file.is_file() and file_digest(str(old_file)) == digest:
             try:
                 os.link(old_file, dest)
                 continue
             except OSError:
                 pass
-        shutil.copyfile(source, dest)
-    old = out_root / f".old-{target.name}-{os.getpid()}"
-    if target.exists():
-        os.replace(target, old)
-    os.replace(tmp, target)
-    shutil.rmtree(old, ignore_errors=True)
-    return target, True
+        # The copy is hashed: a damaged or missing blob is made again from its run, or refused.
+        if not _copy_checked(blobs, digest, dest) and not (recreate and recreate(digest)
+                                                            and _copy_checked(blobs, digest, dest)):
+            blobs.get_blob(digest)  # raises BlobError: missing or damaged, with its path
+            raise BlobError(digest, "changed while it was copied into the package", blobs.blob_path(digest))
+
+
+def _copy_checked(blobs: BlobStore, digest: str, dest: Path) -> bool:
+    try:
+        shutil.copyfile(blobs.blob_path(digest), dest)
+    except FileNotFoundError:
+        return False
+    return file_digest(str(dest)) == digest
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    import fcntl
+
+    with open(lock_path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def verify_package(target: Path) -> list[str]:

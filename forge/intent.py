@@ -13,12 +13,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Union
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from forge.errors import DefinitionError, IntentError
 from forge.keys import digest
+from forge.paths import too_wide
 from forge.sources import source_kinds
+from forge.yamlfile import INTENT_LIMITS, read_yaml
 
 
 class _Strict(BaseModel):
@@ -121,18 +122,10 @@ def load_intent(path: str | Path) -> LoadedIntent:
         raise IntentError(f"{p}: intent file not found")
     if p.is_dir():
         raise IntentError(f"{p}: is a folder, expected an intent YAML file")
-    text = p.read_text(encoding="utf-8", errors="replace")
-    try:
-        node = yaml.compose(text)
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise IntentError(f"{where}: YAML syntax error: {problem}") from None
+    document = read_yaml(p, INTENT_LIMITS, what="intent")
+    raw, lines = document.data, document.lines
     if not isinstance(raw, dict):
         raise IntentError(f"{p}: expected a mapping at the top level, found {type(raw).__name__}")
-    lines = _line_index(node)
     try:
         intent = intent_model().model_validate(raw)
     except ValidationError as exc:
@@ -157,10 +150,15 @@ def _missing_folders(loaded: LoadedIntent, lines: dict[tuple[Any, ...], int]) ->
     out = []
     for loc, given in named:
         folder = loaded.resolve(given)
+        field = ".".join(str(x) for x in loc)
+        at = f"  {loaded.path}:{_nearest_line(loc, lines)}: {field}"
         if not folder.is_dir():
             where = "" if Path(given).is_absolute() else f" (a relative path is read from the intent's folder, {loaded.path.parent})"
-            field = ".".join(str(x) for x in loc)
-            out.append(f"  {loaded.path}:{_nearest_line(loc, lines)}: {field}: folder {folder} not found{where}")
+            out.append(f"{at}: folder {folder} not found{where}")
+            continue
+        if too_wide(folder):
+            out.append(f"{at}: {given!r} resolves to {folder}, which is not a dataset folder; name the folder "
+                       "that holds the data")
     return out
 
 
@@ -169,27 +167,6 @@ def intent_json_schema() -> dict[str, Any]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "forge intent"
     return schema
-
-
-def _line_index(node: yaml.Node | None) -> dict[tuple[Any, ...], int]:
-    """Map each field path to the 1-based line where it appears."""
-    index: dict[tuple[Any, ...], int] = {}
-
-    def walk(n: yaml.Node, path: tuple[Any, ...]) -> None:
-        index[path] = n.start_mark.line + 1
-        if isinstance(n, yaml.MappingNode):
-            for key, value in n.value:
-                k = key.value
-                index[path + (k,)] = key.start_mark.line + 1
-                walk(value, path + (k,))
-                index[path + (k,)] = key.start_mark.line + 1
-        elif isinstance(n, yaml.SequenceNode):
-            for i, item in enumerate(n.value):
-                walk(item, path + (i,))
-
-    if node is not None:
-        walk(node, ())
-    return index
 
 
 def _format_validation(path: Path, exc: ValidationError, lines: dict[tuple[Any, ...], int]) -> str:
@@ -206,7 +183,8 @@ def _format_validation(path: Path, exc: ValidationError, lines: dict[tuple[Any, 
             msg = "required field is missing"
         msg = re.sub(r"^Value error, ", "", msg)
         got = err.get("input")
-        suffix = f" (got {got!r})" if err["type"] not in {"missing", "extra_forbidden"} and not isinstance(got, (dict, list)) else ""
+        shown = repr(got) if len(repr(got)) <= 60 else repr(got)[:57] + "..."
+        suffix = f" (got {shown})" if err["type"] not in {"missing", "extra_forbidden"} and not isinstance(got, (dict, list)) else ""
         out.append(f"  {path}:{line}: {field}: {msg}{suffix}")
     return "\n".join(out)
 

@@ -135,11 +135,13 @@ def folder_listing(roots: list[Path]) -> str:
     """A digest of every file under the roots: relative path, size and modification time."""
     from forge.keys import digest
 
+    from forge.paths import list_files
+
     entries = []
     for root in roots:
         if root.is_dir():
             entries += [(str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
-                        for p in sorted(root.rglob("*")) if p.is_file()]
+                        for p in list_files(root, recursive=True, what="data root")]
     return digest(entries)
 
 

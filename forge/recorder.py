@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forge.artifact_types import ArtifactContent
+from forge.backends import Executed
 from forge.codeversion import data_identity
 from forge.contracts import CheckContext, CheckResult, ContractBook, decide
 from forge.invocation import Invocation
@@ -101,9 +102,9 @@ class Recorder:
                 result.reverified += 1
         self.store.write(batch)
 
-    def record(self, inv: Invocation, outputs: list[Output], error: str | None, started, ended,
-               forced: set[str], batch: Batch, result: NodeResult) -> None:
+    def record(self, done: Executed, forced: set[str], batch: Batch, result: NodeResult) -> None:
         """Check each output against its contract and add it, its edges, verdicts and the run to ``batch``."""
+        inv, outputs, error = done.inv, done.outputs, done.error
         spec = inv.node.skill
         if error is None and self.faults is not None and inv.repair is None:
             outputs = self.faults.apply(inv, outputs, self.driver)
@@ -155,8 +156,9 @@ class Recorder:
             inv.run_key, spec.name, spec.stage, digest(inv.module_version, data_identity(inv.data_files)),
             inv.module_version,
             json.dumps(inv.data_files), canonical_json(inv.params), canonical_json(inv.inputs), json.dumps(out_ids),
-            started, ended, "ok" if error is None else "error", error, self.build_id,
+            done.started, done.ended, "ok" if error is None else "error", error, self.build_id,
             self.fault_tag(spec.name) if inv.repair is None else "",
+            json.dumps(sorted(set(done.blobs))) if done.blobs else None, inv.seed_key,
         ))
         batch.add("build_runs", (self.build_id, inv.run_key, True))
 

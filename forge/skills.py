@@ -107,8 +107,36 @@ def module_available(module: str) -> tuple[bool, str]:
         return False, str(exc)
 
 
+_HELD: dict[str, Any] = {}
+
+
+def held(key: str, factory: Callable[[], Any]) -> Any:
+    """A resource this process keeps between invocations (a simulator client): a pool worker or
+    a Ray actor starts it once and reuses it. Whoever uses it starts by resetting it, so what an
+    earlier invocation left behind never shows in a later one's output."""
+    if key not in _HELD:
+        if not _HELD:
+            import atexit
+
+            atexit.register(_close_held)
+        _HELD[key] = factory()
+    return _HELD[key]
+
+
+def _close_held() -> None:
+    for resource in _HELD.values():
+        close = getattr(resource, "close", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:  # the process is ending; nothing to report to
+                pass
+    _HELD.clear()
+
+
 class SkillContext:
-    """What a running skill may use: its parameters, a seeded RNG and the blob store."""
+    """What a running skill may use: its parameters, a seeded RNG, the blob store and the
+    resources its process holds (``held``)."""
 
     def __init__(self, spec: SkillSpec, params: dict[str, Any], run_key: str, store: Any, input_ids: dict[str, Any],
                  loader: Callable[[str], ArtifactContent] | None = None):
@@ -118,8 +146,12 @@ class SkillContext:
         self.run_key = run_key
         self.store = store
         self.input_ids = input_ids
+        self.blobs: list[str] = []  # blobs this run wrote: recorded with the run, so a damaged one can be re-made
         # Randomness is seeded from the invocation identity: a rebuild reproduces the content.
         self.rng = np.random.default_rng(int(run_key[:16], 16))
+
+    def held(self, key: str, factory: Callable[[], Any]) -> Any:
+        return held(key, factory)
 
     def load(self, artifact_id: str) -> ArtifactContent:
         """Read an artifact of the input's lineage (repair operators re-derive from evidence)."""
@@ -128,19 +160,23 @@ class SkillContext:
         return self._loader(artifact_id)
 
     def put_png(self, rgb: np.ndarray) -> str:
-        return self.store.put_png(rgb)
+        return self._wrote(self.store.put_png(rgb))
+
+    def _wrote(self, digest_: str) -> str:
+        self.blobs.append(digest_)
+        return digest_
 
     def get_image(self, digest_: str) -> np.ndarray:
         return self.store.get_image(digest_)
 
     def put_arrays(self, arrays: dict[str, np.ndarray]) -> str:
-        return self.store.put_arrays(arrays)
+        return self._wrote(self.store.put_arrays(arrays))
 
     def get_arrays(self, digest_: str) -> dict[str, np.ndarray]:
         return self.store.get_arrays(digest_)
 
     def put_blob(self, data: bytes) -> str:
-        return self.store.put_blob(data)
+        return self._wrote(self.store.put_blob(data))
 
     def get_blob(self, digest_: str) -> bytes:
         return self.store.get_blob(digest_)

@@ -14,7 +14,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import tempfile
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,8 +27,8 @@ import numpy as np
 import pyarrow as pa
 
 from forge import ENGINE_FORMAT_VERSION
-from forge.errors import StoreError
-from forge.keys import bytes_digest
+from forge.errors import BlobError, StoreBusyError, StoreError
+from forge.keys import bytes_digest, file_digest
 
 DB_NAME = "forge.duckdb"
 
@@ -52,6 +54,8 @@ CREATE TABLE IF NOT EXISTS builds (
     ended_at TIMESTAMP, status VARCHAR, summary VARCHAR);
 CREATE TABLE IF NOT EXISTS build_runs (build_id VARCHAR, run_key VARCHAR, executed BOOLEAN);
 ALTER TABLE skill_runs ADD COLUMN IF NOT EXISTS fault_tag VARCHAR;
+ALTER TABLE skill_runs ADD COLUMN IF NOT EXISTS blobs VARCHAR;
+ALTER TABLE skill_runs ADD COLUMN IF NOT EXISTS seed_key VARCHAR;
 CREATE TABLE IF NOT EXISTS diagnoses (
     build_id VARCHAR, round INTEGER, artifact_id VARCHAR, artifact_type VARCHAR, requirement VARCHAR,
     category VARCHAR, cause VARCHAR, producer VARCHAR, template VARCHAR, operator VARCHAR, attempt INTEGER,
@@ -68,7 +72,8 @@ _COLUMNS: dict[str, list[str]] = {
                   "contract_version", "created_at"],
     "edges": ["parent", "child", "role"],
     "skill_runs": ["run_key", "skill", "stage", "code_version", "module_version", "data_files", "params",
-                   "inputs", "outputs", "started_at", "ended_at", "status", "error", "build_id", "fault_tag"],
+                   "inputs", "outputs", "started_at", "ended_at", "status", "error", "build_id", "fault_tag", "blobs",
+                   "seed_key"],
     "verifications": ["artifact_id", "requirement_id", "contract_version", "verification", "severity",
                       "passed", "backend", "diagnostics", "checked_at"],
     "gate_decisions": ["build_id", "gate", "subject_id", "subject_type", "template", "decision", "details",
@@ -79,6 +84,39 @@ _COLUMNS: dict[str, list[str]] = {
     "repairs": ["build_id", "round", "operator", "violated", "priors", "new", "rebuilt", "status", "error",
                 "seconds", "repaired_at"],
 }
+
+
+def open_database(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Connect to the store's database; a failure says which of lock, permission or damage it is."""
+    try:
+        return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as exc:
+        text = str(exc)
+        if "lock" in text.lower():
+            holder = re.search(r"PID (\d+)", text)
+            who = f" (process {holder.group(1)})" if holder else ""
+            raise StoreBusyError(
+                f"{path}: another forge process{who} has the store open; a build writes alone and readers wait "
+                "until it finishes", hint="run this again when that process has ended") from None
+        if "permission denied" in text.lower():
+            mode = "read" if read_only else "write"
+            raise StoreError(f"{path}: cannot {mode} the store (permission denied)",
+                             hint="readers need read access to the folder; a build needs write access") from None
+        if "read-only" in text.lower():
+            raise StoreError(f"{path}: the store is on a read-only file system; a build needs to write to it",
+                             hint="pass --store DIR on a writable disk") from None
+        raise damaged_store(path, exc) from None
+    except duckdb.Error as exc:
+        raise damaged_store(path, exc) from None
+
+
+def damaged_store(path: Path | None, exc: BaseException) -> StoreError:
+    first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+    where = f"{path}: " if path is not None else ""
+    return StoreError(f"{where}the store database is damaged and cannot be read ({first})",
+                      hint="`forge fsck --store DIR --repair` sets a damaged write-ahead log aside; if the database "
+                           "itself is damaged, move the store folder away and build again (the intent and data "
+                           "rebuild it)")
 
 
 def now() -> datetime:
@@ -114,12 +152,23 @@ class Batch:
         return sum(len(v) for v in self.rows.values())
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 class BlobStore:
-    """Content-addressed files under ``<root>/blobs``; safe to use from worker processes."""
+    """Content-addressed files under ``<root>/blobs``; safe to use from worker processes.
+
+    Every read checks the bytes against their address: a damaged or missing blob raises
+    :class:`BlobError` (naming the digest), never hands on wrong bytes. Writing a blob whose
+    file exists but is damaged writes it again, so re-running its producer repairs it.
+    """
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         (self.root / "blobs").mkdir(parents=True, exist_ok=True)
+        self.written: list[str] = []  # digests put through this object (a skill run's blobs)
+        self._intact: set[str] = set()  # digests whose file was read whole and matched in this process
 
     # -- blobs ----------------------------------------------------------------------------
 
@@ -129,23 +178,47 @@ class BlobStore:
     def put_blob(self, data: bytes) -> str:
         digest = bytes_digest(data)
         path = self.blob_path(digest)
-        if not path.exists():
+        self.written.append(digest)
+        if not self.has_blob(digest):
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
+            try:
+                os.fchmod(fd, 0o666 & ~_UMASK)  # readable as any other file (mkstemp makes 0600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            self._intact.add(digest)
         return digest
 
     def get_blob(self, digest: str) -> bytes:
         path = self.blob_path(digest)
         try:
-            return path.read_bytes()
+            data = path.read_bytes()
         except FileNotFoundError:
-            raise StoreError(f"blob {digest[:12]} is missing from {self.root / 'blobs'}") from None
+            raise BlobError(digest, "missing", path) from None
+        except OSError as exc:
+            raise BlobError(digest, f"unreadable ({exc.strerror or exc})", path) from None
+        if digest not in self._intact:
+            if bytes_digest(data) != digest:
+                raise BlobError(digest, "damaged (its bytes no longer match their digest)", path)
+            self._intact.add(digest)
+        return data
 
     def has_blob(self, digest: str) -> bool:
-        return self.blob_path(digest).exists()
+        """Whether the blob is present and intact."""
+        if digest in self._intact:
+            return True
+        path = self.blob_path(digest)
+        try:
+            intact = file_digest(str(path)) == digest
+        except OSError:
+            return False
+        if intact:
+            self._intact.add(digest)
+        return intact
 
     def put_png(self, rgb: np.ndarray) -> str:
         from PIL import Image
@@ -179,20 +252,36 @@ class BlobStore:
 class Store(BlobStore):
     """A forge store folder. Open one per process; DuckDB allows a single writer."""
 
-    def __init__(self, root: str | Path, *, read_only: bool = False) -> None:
+    def __init__(self, root: str | Path, *, read_only: bool = False, wait_s: float = 0.0) -> None:
+        """``wait_s``: how long to wait for another process (a reader finishing) to release the store."""
         self.root = Path(root)
         self.read_only = read_only
         if read_only and not (self.root / DB_NAME).exists():
             raise StoreError(f"{self.root}: no forge store here (missing {DB_NAME}); run `forge build` first")
-        self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / "blobs").mkdir(exist_ok=True)
         try:
-            self.con = duckdb.connect(str(self.root / DB_NAME), read_only=read_only)
-        except duckdb.IOException as exc:
-            raise StoreError(f"{self.root / DB_NAME}: cannot open the store ({exc}); is another forge running?") from None
+            self.root.mkdir(parents=True, exist_ok=True)
+            (self.root / "blobs").mkdir(exist_ok=True)
+        except PermissionError:
+            raise StoreError(f"{self.root}: cannot create the store folder (permission denied)") from None
+        except OSError as exc:
+            raise StoreError(f"{self.root}: cannot create the store folder ({exc.strerror or exc})") from None
+        self.written, self._intact = [], set()
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                self.con = open_database(self.root / DB_NAME, read_only)
+                break
+            except StoreBusyError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.25)
         if not read_only:
-            self.con.execute(_SCHEMA)
-            self._check_format()
+            try:
+                self.con.execute(_SCHEMA)
+                self._check_format()
+            except duckdb.Error as exc:
+                self.con.close()
+                raise damaged_store(self.root / DB_NAME, exc) from None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -368,6 +457,13 @@ class Store(BlobStore):
                         "reviewed_at": d.get("reviewed_at"), "note": d.get("note", "")})
         return out
 
+    def snapshot(self, ids: Iterable[str]) -> "StoreSnapshot":
+        """These artifacts and their whole lineage, read now, with the store's blobs: a reader
+        works from it after closing the database, so it never holds the store a build needs."""
+        ids = set(ids)
+        wanted = ids | self.ancestors(ids)
+        return StoreSnapshot(self.root, self.artifact_column(wanted, "content"))
+
     def find_artifacts(self, prefix: str) -> list[tuple[str, str]]:
         return self.con.execute(
             "SELECT id, type FROM artifacts WHERE starts_with(id, ?) ORDER BY id", [prefix]
@@ -447,6 +543,16 @@ class Store(BlobStore):
             "INSERT INTO builds VALUES (?, ?, ?, ?, NULL, 'running', NULL)", [build_id, intent_path, intent_hash, now()]
         )
 
+    def interrupted_builds(self) -> list[str]:
+        """Builds recorded as running. Called by the writer, which holds the store's lock: no
+        other build can be running, so these ended without finishing (killed, crashed)."""
+        return [r[0] for r in self.con.execute("SELECT build_id FROM builds WHERE status = 'running'").fetchall()]
+
+    def mark_interrupted(self, build_id: str) -> None:
+        self.con.execute("UPDATE builds SET status = 'failed', ended_at = coalesce(ended_at, ?), summary = ? "
+                         "WHERE build_id = ?", [now(), json.dumps({"error": "interrupted: the build process ended "
+                                                                   "before it finished"}), build_id])
+
     def end_build(self, build_id: str, status: str, summary: dict[str, Any]) -> None:
         self.con.execute(
             "UPDATE builds SET ended_at = ?, status = ?, summary = ? WHERE build_id = ?",
@@ -463,3 +569,17 @@ class Store(BlobStore):
 
     def iter_table(self, sql: str, params: list[Any] | None = None) -> Iterator[tuple]:
         yield from self.con.execute(sql, params or []).fetchall()
+
+
+class StoreSnapshot(BlobStore):
+    """Artifact contents read from a store (see :meth:`Store.snapshot`), plus its blobs."""
+
+    def __init__(self, root: str | Path, contents: dict[str, str]) -> None:
+        self.root = Path(root)
+        self.written, self._intact = [], set()
+        self._contents = contents
+
+    def artifact_column(self, ids: Iterable[str], name: str) -> dict[str, Any]:
+        if name != "content":
+            raise StoreError(f"a store snapshot holds artifact contents only, not {name!r}")
+        return {i: self._contents[i] for i in ids if i in self._contents}

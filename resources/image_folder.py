@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from forge.errors import DefinitionError
 from forge.keys import file_digest
+from forge.paths import list_files
 
 DOTA_CATEGORIES = ("plane", "ship", "storage-tank", "baseball-diamond", "tennis-court", "basketball-court",
                    "ground-track-field", "harbor", "bridge", "large-vehicle", "small-vehicle", "helicopter",
@@ -180,7 +181,7 @@ class DotaAdapter:
 
         _require_dir(root)
         out = []
-        for label in sorted((root / "labelTxt").glob("*.txt")):
+        for label in _labels(root):
             image = _image_for(root / "images", label.stem)
             if image is None:
                 continue
@@ -200,7 +201,7 @@ class DotaAdapter:
 
     def rejected(self, root: Path) -> dict[str, str]:
         return {str(p.relative_to(root)): "label file without its image"
-                for p in sorted((root / "labelTxt").glob("*.txt")) if _image_for(root / "images", p.stem) is None}
+                for p in _labels(root) if _image_for(root / "images", p.stem) is None}
 
 
 class FramesAdapter:
@@ -218,7 +219,8 @@ class FramesAdapter:
 
     def _files(self, root: Path) -> list[Path]:
         _require_dir(root)
-        return sorted(p for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
+        return [p for p in list_files(root, recursive=True, what=f"image folder {root}")
+                if p.suffix.lower() in IMAGE_SUFFIXES]
 
     def units(self, root: Path, source: dict[str, Any]) -> list[dict[str, Any]]:
         out = []
@@ -272,6 +274,13 @@ def adapter_for(name: str) -> Adapter:
         return ADAPTERS[name]
     except KeyError:
         raise DefinitionError(f"unknown image-folder adapter {name!r}; known: {sorted(ADAPTERS)}") from None
+
+
+def _labels(root: Path) -> list[Path]:
+    """DOTA label files, read within the dataset folder."""
+    _require_dir(root)
+    folder = root / "labelTxt"
+    return list_files(folder, "*.txt", what=f"label folder {folder}") if folder.is_dir() else []
 
 
 def _require_dir(root: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from forge.sources import SourceSpec
 
@@ -39,8 +39,34 @@ class CountRange(_Range):
     max: int = Field(2, ge=0, le=4)
 
 
-class TabletopSource(SourceSpec):
+class _SceneSource(SourceSpec):
+    """A simulated source drawing objects from the scene catalogue for one layout."""
+
+    LAYOUT: ClassVar[str] = ""
+
+    @field_validator("categories", check_fields=False)
+    @classmethod
+    def _known_categories(cls, value: list[str] | None) -> list[str] | None:
+        """Categories the catalogue has for this layout, checked before anything runs."""
+        if value is None:
+            return value
+        from forge.intent import did_you_mean
+        from forge_resources.pybullet_sim import catalogue
+
+        usable = sorted(c for c, e in catalogue()["categories"].items() if cls.LAYOUT in e["scale"])
+        unknown = [c for c in value if c not in usable]
+        if unknown:
+            raise ValueError(f"unknown object categories {unknown}{did_you_mean(unknown, usable)}; "
+                             f"{cls.LAYOUT} scenes have {usable}")
+        if not value:
+            raise ValueError("give at least one category, or leave the field out for all of them")
+        return value
+
+
+class TabletopSource(_SceneSource):
     """pybullet tabletop scenes: an arm beside a table with objects on it."""
+
+    LAYOUT: ClassVar[str] = "tabletop"
 
     kind: Literal["pybullet_tabletop"]
     scenes: int | None = Field(None, ge=1, le=5000, description="scene count; derived from items when absent")
@@ -54,8 +80,10 @@ class TabletopSource(SourceSpec):
     lying_fraction: float = Field(0.0, ge=0.0, le=1.0, description="share of objects with an up axis dropped on their side")
 
 
-class RoomSource(SourceSpec):
+class RoomSource(_SceneSource):
     """Room-scale household scenes in pybullet seen by a mobile robot or a quadruped along its path."""
+
+    LAYOUT: ClassVar[str] = "room"
 
     kind: Literal["pybullet_room"]
     scenes: int | None = Field(None, ge=1, le=5000, description="scene count; derived from items when absent")
@@ -74,8 +102,10 @@ class RoomSource(SourceSpec):
         return self.frames
 
 
-class GroundSource(SourceSpec):
+class GroundSource(_SceneSource):
     """Ground layouts in pybullet seen from a drone (top-down) or a vehicle (forward, plus an overview)."""
+
+    LAYOUT: ClassVar[str] = "ground"
 
     kind: Literal["pybullet_ground"]
     scenes: int | None = Field(None, ge=1, le=5000, description="scene count; derived from items when absent")
@@ -86,6 +116,14 @@ class GroundSource(SourceSpec):
     altitude_m: tuple[float, float] = Field((7.0, 9.0), description="drone altitude range in metres")
     image: ImageSize = ImageSize()
     categories: list[str] | None = Field(None, description="object categories to draw from; all when absent")
+
+    @field_validator("altitude_m")
+    @classmethod
+    def _altitude_range(cls, value: tuple[float, float]) -> tuple[float, float]:
+        low, high = value
+        if not 2.0 <= low <= high <= 60.0:
+            raise ValueError("give [low, high] metres with 2 <= low <= high <= 60")
+        return value
 
     @property
     def views(self) -> int:
@@ -112,6 +150,12 @@ class ImageFolderSource(SourceSpec):
     media: Literal["auto", "copy", "reference"] = Field(
         "auto", description="copy pixels into the package, or only reference the dataset files; auto follows "
                             "the adapter's licence (DOTA images are never copied)")
+
+    @model_validator(mode="after")
+    def _overlap_below_tile(self) -> "ImageFolderSource":
+        if self.tile_overlap >= self.tile:
+            raise ValueError(f"tile_overlap ({self.tile_overlap}) must be smaller than tile ({self.tile})")
+        return self
 
     def fixed_units(self, base_dir: Path, entry: dict[str, Any]) -> int | None:
         from forge_resources.image_folder import adapter_for

@@ -139,3 +139,77 @@ def test_copied_intent_names_its_missing_data_folder(tmp_path):
     assert "sources.0.root: folder" in out.stderr and "not found" in out.stderr
     assert f"read from the intent's folder, {tmp_path}" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "s").exists()  # nothing ran
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(9))
+
+
+@pytest.mark.parametrize("content, needle", [
+    (BOMB, "once its aliases"),  # ten alias levels: 10^10 values once expanded
+    ("a: &a [*a]\n", "once its aliases"),  # an alias inside itself
+    ("x: " + "[" * 100 + "]" * 100 + "\n", "levels deep"),
+])
+def test_hostile_yaml_is_refused_quickly(tmp_path, content, needle):
+    import time
+
+    p = tmp_path / "i.yaml"
+    p.write_text(content)
+    t0 = time.perf_counter()
+    done = forge("build", str(p), "--store", str(tmp_path / "s"))
+    assert done.returncode == 2 and needle in done.stderr and "Traceback" not in done.stderr
+    assert time.perf_counter() - t0 < 30
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_huge_intent_is_refused_by_size_and_yaml_is_parsed_once_with_libyaml(tmp_path):
+    import yaml
+
+    from forge import yamlfile
+
+    p = tmp_path / "i.yaml"
+    p.write_text("k: [" + ", ".join(["1"] * 600_000) + "]\n")  # about 1.8 MB
+    with pytest.raises(IntentError, match="may be at most 1.0 MB"):
+        load_intent(p)
+    assert yamlfile._Loader is yaml.CSafeLoader
+
+
+def test_source_fields_are_checked_at_validation(tmp_path):
+    p = write_intent(tmp_path, sources=[{"kind": "pybullet_tabletop", "categories": ["duk", "cube"]}])
+    done = forge("build", str(p))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "sources.0.categories" in done.stderr and "did you mean 'duck'" in done.stderr
+    p = write_intent(tmp_path, sources=[{"kind": "pybullet_ground", "altitude_m": [9, 7]}])
+    assert "sources.0.altitude_m" in forge("build", str(p)).stderr
+
+
+def test_a_data_root_resolving_to_the_filesystem_root_is_refused(tmp_path):
+    p = tmp_path / "i.yaml"
+    p.write_text("name: t\noe: {items: 10, capabilities: [visibility], question_types: [yes_no, single_choice]}\n"
+                 "sources:\n  - kind: image_folder\n    adapter: frames\n    root: " + "../" * 30 + "\n")
+    done = forge("build", str(p), "--store", str(tmp_path / "s"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "sources.0.root" in done.stderr and "not a dataset folder" in done.stderr
+
+
+def test_template_links_out_of_their_folder_are_refused_unread(tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0:the contents must never be shown\n")
+    (folder / "a.yaml").symlink_to(secret)
+    p = write_intent(tmp_path, templates_dirs=["mine"])
+    done = forge("build", str(p), "--store", str(tmp_path / "s"))
+    assert done.returncode == 2 and "links outside" in done.stderr
+    assert "never be shown" not in done.stderr + done.stdout
+
+
+def test_a_template_folder_none_of_whose_templates_load_stops_the_build(tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "a.yaml").write_text("id: a\ncapability: [unclosed\n")
+    (folder / "b.yaml").write_text("id: b\n")
+    p = write_intent(tmp_path, templates_dirs=["mine"])
+    done = forge("build", str(p), "--store", str(tmp_path / "s"), "--out", str(tmp_path / "o"))
+    assert done.returncode == 2 and "no template of the folder" in done.stderr and "Traceback" not in done.stderr
+    assert "a.yaml:3:1: YAML syntax error" in done.stderr and "b.yaml: invalid template" in done.stderr

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 from forge.artifact_types import Template
@@ -137,8 +138,26 @@ class StageRunner(WorkflowRunner):
 
     def templates(self, node: WorkflowNode, state: BuildState) -> dict[str, Any]:
         update = self.run_role(node, state, "template")
+        self._check_folders(node, update["ids"]["Template"])
         self._check_coverage(update["ids"]["Template"])
         return update
+
+    def _check_folders(self, node: WorkflowNode, template_ids: list[str]) -> None:
+        """An intent's template folder none of whose templates could be read is a mistake to
+        stop on, not a folder to skip (a broken template beside good ones is reported and left
+        out)."""
+        self.executor.preload(template_ids)
+        loaded = {self.executor.load(t).file for t in template_ids}
+        folders: dict[str, list[str]] = {}
+        for p in node.fanout or []:
+            if p["label"].startswith("dir:"):
+                folders.setdefault(str(Path(p["label"][4:]).parent), []).append(p["label"])
+        dead = sorted(f for f, labels in folders.items() if not set(labels) & loaded)
+        if dead:
+            errors = self.results.get(node.role, NodeResult()).errors
+            raise DefinitionError(f"no template of the folder {dead[0]} could be read:"
+                                  + "".join(f"\n  {e}" for e in errors[:5]),
+                                  hint="fix the templates, or remove the folder from templates_dirs")
 
     def bind(self, node: WorkflowNode, state: BuildState) -> dict[str, Any]:
         """Each source's evidence bound to the templates of its own families (and the intent's

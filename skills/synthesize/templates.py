@@ -12,10 +12,11 @@ import importlib.resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forge.errors import DefinitionError
+from forge.paths import list_files
+from forge.yamlfile import TEMPLATE_LIMITS, read_yaml
 from forge.vocabulary import capabilities, question_types
 
 
@@ -69,7 +70,7 @@ def template_refs(families: list[str], extra_dirs: list[Path]) -> dict[str, tupl
     for d in extra_dirs:
         if not d.is_dir():
             raise DefinitionError(f"{d}: template folder not found")
-        for path in sorted(d.glob("*.yaml")):
+        for path in list_files(d, "*.yaml", what="template folder"):
             found[path.stem] = (f"dir:{path.resolve()}", path)
     return found
 
@@ -86,13 +87,11 @@ def resolve_label(label: str) -> Path:
 
 
 def read_template(path: Path) -> TemplateFile:
+    if not path.is_file():
+        raise DefinitionError(f"{path}: template file not found")
+    raw = read_yaml(path, TEMPLATE_LIMITS, what="template", error=DefinitionError).data
     try:
-        raw = yaml.safe_load(path.read_text())
         tpl = TemplateFile.model_validate(raw)
-    except FileNotFoundError:
-        raise DefinitionError(f"{path}: template file not found") from None
-    except yaml.YAMLError as exc:
-        raise DefinitionError(f"{path}: YAML syntax error: {exc}") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(x) for x in first["loc"])

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 from PIL import Image
 
-from forge.store import Store
+from forge.store import BlobError, Store
 
 
 def _measure(arrays: dict[str, np.ndarray], body: int, view: int) -> dict[str, float | None]:
@@ -249,61 +249,112 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
 
 
 def reverify_package(store: Store, package: Path, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Check every released item; returns counts and the reasons of the invalid ones.
-    ``progress(done, total)`` is called every hundred items and at the end."""
-    rows = [json.loads(line) for line in open(package / "items.jsonl")]
-    keys = {json.loads(line)["id"]: json.loads(line) for line in open(package / "answers.jsonl")}
+    """Check every released item; returns counts and the reasons of the invalid ones. Damage
+    (an unreadable line, a damaged media file or blob, an item the store does not know) makes
+    the items it touches invalid with the reason, and lines that cannot be read are listed in
+    ``file_problems``; nothing raises. ``progress(done, total)`` is called every hundred items
+    and at the end."""
+    file_problems: list[str] = []
+    rows = [r for r in _jsonl(package / "items.jsonl", file_problems) if isinstance(r.get("id"), str)]
+    keys = {k["id"]: k for k in _jsonl(package / "answers.jsonl", file_problems) if isinstance(k.get("id"), str)}
     contents = {aid: json.loads(c) for aid, c in store.artifact_column([r["id"] for r in rows], "content").items()}
     cache: dict[str, Any] = {}
 
     def load(aid: str) -> dict[str, Any]:
         if aid not in cache:
-            cache[aid] = json.loads(store.one("SELECT content FROM artifacts WHERE id = ?", [aid])[0])
+            found = store.artifact_column([aid], "content")
+            if aid not in found:
+                raise KeyError(f"artifact {aid[:12]} is not in the store")
+            cache[aid] = json.loads(found[aid])
         return cache[aid]
 
     invalid: dict[str, str] = {}
     for done, row in enumerate(rows):
         if progress is not None and done % 100 == 0 and done:
             progress(done, len(rows))
-        item = contents[row["id"]]
-        binding = load(item["binding"])
-        source_id = load(binding["evidence"])["source"]
-        source = load(source_id)
-        template = load(binding["template_artifact"])
-        if "adapter" in source:  # a real-image record: its own re-verification
-            reason = _image_item_problem(row, keys[row["id"]], template, binding, source, package)
-            if reason:
-                invalid[row["id"]] = reason
-            continue
-        if source_id + ":arrays" not in cache:
-            cache[source_id + ":arrays"] = store.get_arrays(source["arrays"])
-            cache[source_id + ":names"] = names_from_pixels(source, cache[source_id + ":arrays"], store)
-        arrays = cache[source_id + ":arrays"]
-        naming = cache[source_id + ":names"]
-        # Objects by the names their own pixels give them, not by the tint the scene asked for.
-        source = {**source, "objects": [{**o, "name": naming[o["name"]][0].name} for o in source["objects"]]}
-        reason = _naming_problem(binding, template, naming)
-        if reason:
-            invalid[row["id"]] = reason
-            continue
-        truth = expected_answer(template, binding["slots"], binding["view"], source, arrays)
-        key = keys[row["id"]]
-        shown = _key_answer(key, template)
-        reason = None
-        if truth is None:
-            reason = "the raw arrays admit no unique answer"
-        elif shown != truth:
-            reason = f"key {shown!r} but the scene gives {truth!r}"
-        elif not _options_plain(row["options"], source, template):
-            reason = "an option carries text beyond its referent"
-        else:
-            reason = _media_problem(package, row, template, source, binding["slots"], store, binding["view"])
+        try:
+            reason = _item_problem(row, keys, contents, load, cache, store, package)
+        except Exception as exc:  # damage of any kind is reported on the item it touches
+            reason = f"cannot be re-verified: {_damage(exc)}"
         if reason:
             invalid[row["id"]] = reason
     if progress is not None:
         progress(len(rows), len(rows))
     return {"items": len(rows), "valid": len(rows) - len(invalid), "invalid": len(invalid),
-            "valid_rate": (len(rows) - len(invalid)) / len(rows) if rows else 0.0, "reasons": invalid}
+            "valid_rate": (len(rows) - len(invalid)) / len(rows) if rows else 0.0, "reasons": invalid,
+            "file_problems": file_problems}
+
+
+def _jsonl(path: Path, problems: list[str]) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL file; lines that are not one are listed in ``problems``."""
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        problems.append(f"{path.name}: cannot be read ({exc.strerror or exc})")
+        return []
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            problems.append(f"{path.name} line {n}: not JSON")
+            continue
+        if not isinstance(value, dict):
+            problems.append(f"{path.name} line {n}: not a JSON object")
+            continue
+        out.append(value)
+    return out
+
+
+def _damage(exc: BaseException) -> str:
+    if isinstance(exc, BlobError):
+        return f"store blob {exc.digest[:12]} is {exc.problem}"
+    if isinstance(exc, KeyError):
+        return f"{exc.args[0] if exc.args else exc} is missing"
+    if isinstance(exc, OSError):
+        return f"{Path(exc.filename).name if exc.filename else 'a file'}: {exc.strerror or exc}"
+    return f"{type(exc).__name__}: {str(exc)[:120]}"
+
+
+def _item_problem(row: dict[str, Any], keys: dict[str, Any], contents: dict[str, Any], load, cache: dict[str, Any],
+                  store, package: Path) -> str | None:
+    """Why one released item is invalid, or None."""
+    if row["id"] not in keys:
+        return "the answer key has no entry for it"
+    if row["id"] not in contents:
+        return "the store has no item with this id"
+    item = contents[row["id"]]
+    binding = load(item["binding"])
+    source_id = load(binding["evidence"])["source"]
+    source = load(source_id)
+    template = load(binding["template_artifact"])
+    if "adapter" in source:  # a real-image record: its own re-verification
+        return _image_item_problem(row, keys[row["id"]], template, binding, source, package)
+    if source_id + ":arrays" not in cache:
+        cache[source_id + ":arrays"] = store.get_arrays(source["arrays"])
+        cache[source_id + ":names"] = names_from_pixels(source, cache[source_id + ":arrays"], store)
+    arrays = cache[source_id + ":arrays"]
+    naming = cache[source_id + ":names"]
+    # Objects by the names their own pixels give them, not by the tint the scene asked for.
+    source = {**source, "objects": [{**o, "name": naming[o["name"]][0].name} for o in source["objects"]]}
+    reason = _naming_problem(binding, template, naming)
+    if reason:
+        return reason
+    truth = expected_answer(template, binding["slots"], binding["view"], source, arrays)
+    key = keys[row["id"]]
+    shown = _key_answer(key, template)
+    reason = None
+    if truth is None:
+        reason = "the raw arrays admit no unique answer"
+    elif shown != truth:
+        reason = f"key {shown!r} but the scene gives {truth!r}"
+    elif not _options_plain(row["options"], source, template):
+        reason = "an option carries text beyond its referent"
+    else:
+        reason = _media_problem(package, row, template, source, binding["slots"], store, binding["view"])
+    return reason
 
 
 def names_from_pixels(source: dict[str, Any], arrays: dict[str, np.ndarray], store: Store) -> dict[str, Any]:
