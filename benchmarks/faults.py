@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -48,7 +46,7 @@ def prepare(work: Path, items: int) -> Path:
     done = forge("build", str(path), "--store", str(work / "store"), "--out", str(work / "out"), "--quiet")
     if done.returncode != 0:
         sys.exit(f"the reference build failed:\n{done.stderr}")
-    return next((work / "out").iterdir())
+    return next(p for p in (work / "out").iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 def leave_wal(store: Path) -> None:

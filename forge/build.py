@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from forge.contracts import ContractBook
-from forge.errors import DefinitionError, ForgeError
+from forge.errors import DefinitionError
 from forge.faults import FaultPlan
 from forge.executor import Executor
 from forge.gatelog import GateLog
-from forge.intent import load_intent
+from forge.intent import load_intent, read_intent
+from forge.models.client import ModelClient
+from forge.models.roles import RoleContext
 from forge.export import export
 from forge.planner import compose, extra_contract_dirs
 from forge.progress import Progress
@@ -25,7 +27,8 @@ from forge.resources import descriptor
 from forge.refs import forced_scope, resolve
 from forge.skills import discover
 from forge.store import Store
-from forge.tracks import track
+from forge.registry import entries
+from forge.tracks import default_track, track
 
 
 ABLATIONS = ("final-stage-only", "no-contracts", "no-blind-eval", "no-repair")
@@ -49,29 +52,41 @@ def default_store_dir(intent_path: Path) -> Path:
 
 def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[str, Any]:
     options = options or BuildOptions()
-    loaded = load_intent(intent_path)
-    registry = discover()
-    workflow = compose(loaded, registry)  # type and precondition errors surface here, before any work
     if options.ablate is not None and options.ablate not in ABLATIONS:
         raise DefinitionError(f"unknown ablation {options.ablate!r}; choose from {', '.join(ABLATIONS)}")
-    contracts = ContractBook.load(extra_contract_dirs(loaded))
-    checks_off = options.ablate in ("final-stage-only", "no-contracts")
-    if checks_off:
-        contracts.tag = options.ablate
-    store_dir = options.store_dir or default_store_dir(loaded.path)
+    registry = discover()
+    raw = read_intent(intent_path)
+    named = raw.get("track")
+    spec_of = track(named if isinstance(named, str) and named in entries("track") else default_track())
+    loaded = workflow = None
+    if not spec_of.asks_before_planning(raw):
+        loaded = load_intent(intent_path)
+        workflow = compose(loaded, registry)  # type and precondition errors surface here, before any work
+    store_dir = options.store_dir or default_store_dir(Path(intent_path))
     t0 = time.perf_counter()
     with Store(store_dir, wait_s=30.0) as store:  # a reader (verify, audit) may be finishing
         build_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        for stale in store.interrupted_builds():  # killed or crashed: we hold the lock, they are gone
+            store.mark_interrupted(stale)
+        progress = Progress(enabled=options.progress)
+        client = ModelClient(store, build_id=build_id)
+        if workflow is None:
+            # Model roles asked before planning (a coordinator choosing capabilities, a synthesizer
+            # writing templates the library lacks): their answers are cached in this store.
+            loaded = spec_of.plan_with_models(Path(intent_path), client, store.root, progress)
+            workflow = compose(loaded, registry)
+        loaded.intent.models.check_keys()  # a missing API key stops the build now, naming the variable
+        contracts = ContractBook.load(extra_contract_dirs(loaded))
+        checks_off = options.ablate in ("final-stage-only", "no-contracts")
+        if checks_off:
+            contracts.tag = options.ablate
         force_keys: set[str] = set()
         force_ids: set[str] = set()
         for ref in options.rebuild_from:
             keys, ids = forced_scope(store, resolve(store, ref))
             force_keys |= keys
             force_ids |= ids
-        for stale in store.interrupted_builds():  # killed or crashed: we hold the lock, they are gone
-            store.mark_interrupted(stale)
         store.begin_build(build_id, str(loaded.path), loaded.content_hash)
-        progress = Progress(enabled=options.progress)
         workers = options.workers or (os.cpu_count() or 1)
         executor = Executor(store, contracts, build_id, workers=workers, progress=progress,
                             force=(lambda inv: inv.run_key in force_keys or bool(force_ids & set(inv.input_ids)))
@@ -86,8 +101,9 @@ def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[
             repair = RepairLoop(store, executor, workflow,
                                 RepairSettings(policy.budget, policy.escalate_after), build_id,
                                 guard=_guard(contracts, gates), skills=track(loaded.intent.track).repair_skills)
+        roles = RoleContext(client, loaded.intent.models)
         runner = track(loaded.intent.track).runner(workflow, executor, store, gates, progress, log, sources,
-                                                   repair=repair, ablate=options.ablate)
+                                                   repair=repair, ablate=options.ablate, models=roles)
         try:
             state = runner.run()
             pkg = executor.load(runner.package_id(state))
@@ -106,8 +122,18 @@ def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[
                            [s.kind for s in loaded.intent.sources])
         summary["ablate"] = options.ablate
         summary["blobs_recreated"] = len(executor.blobs_recreated)
+        summary["models"] = _model_summary(store, build_id, roles, summary.get("items_accepted", 0))
         store.end_build(build_id, "ok", summary)
     return summary
+
+
+def _model_summary(store: Store, build_id: str, roles: RoleContext, accepted: int) -> dict[str, Any]:
+    """Which checks ran on a model, what the models were asked and what it cost."""
+    from forge.models.accounting import tokens_per_item, totals, usage
+
+    use = usage(store, build_id)
+    return {**roles.report(), "usage": use, "totals": totals(use),
+            "tokens_per_accepted_item": tokens_per_item(use, accepted)}
 
 
 def _guard(contracts: ContractBook, gates: dict[str, Any]) -> str:

@@ -120,6 +120,15 @@ def _print_summary(s: dict[str, Any]) -> None:
         console.print(f"[yellow]templates held back:[/yellow] {', '.join(flagged)}")
     for cap, why in (s.get("capabilities_unavailable") or {}).items():
         console.print(f"[yellow]not included:[/yellow] {cap}: {why}")
+    models = s.get("models") or {}
+    totals = models.get("totals") or {}
+    if totals.get("calls") or totals.get("cache_hits"):
+        per = models.get("tokens_per_accepted_item")
+        console.print(f"models: {totals['calls']} calls, {totals['cache_hits']} cached answers, "
+                      f"{totals['tokens_in'] + totals['tokens_out']} tokens"
+                      + (f" = {per:.1f} per accepted item" if per is not None else ""))
+    if models.get("without_model"):
+        console.print(f"without a model (built-in backends): {'; '.join(models['without_model'])}")
     for e in s["errors"][:5]:
         console.print(f"[red]failed:[/red] {e}")
     console.print(f"package: [bold]{s['package_path']}[/bold]")
@@ -526,6 +535,45 @@ def intent_schema(output: str | None) -> None:
         Path(output).write_text(text + "\n")
     else:
         click.echo(text)
+
+
+@main.command("eval")
+@click.argument("package", type=click.Path())
+@click.option("--model", "models", multiple=True, required=True,
+              help="builtin:NAME (random, prior, text, oracle-noisy:RATE; simulated), BASE_URL@MODEL (an "
+                   "OpenAI-compatible endpoint) or @FILE.yaml (a model role); repeatable")
+@click.option("--store", type=click.Path(file_okay=False), help="where responses are stored (default: PACKAGE/.eval)")
+@click.option("--limit", type=click.IntRange(min=1), help="only the first N items")
+@click.option("--json", "as_json", is_flag=True, help="print the reports as JSON")
+def eval_(package: str, models: tuple[str, ...], store: str | None, limit: int | None, as_json: bool) -> None:
+    """Run models on PACKAGE's items, score the replies with its own scorer, and report accuracy
+    per capability and question type. Stopped runs resume: answered items are not asked again."""
+    def run() -> None:
+        from forge.evaluation import EvalOptions, evaluate, load_package, parse_spec, render
+        from forge.models import ModelError
+
+        pkg = load_package(package)
+        specs = [parse_spec(m) for m in models]  # every spec checked before any model is asked
+
+        def progress(model: str, done: int, total: int) -> None:
+            if not as_json:
+                click.echo(f"  {model}: {done}/{total} items", err=True)
+
+        options = EvalOptions(store_dir=Path(store) if store else None, limit=limit, progress=progress)
+        reports, errors = [], []
+        for spec in specs:
+            try:
+                reports.append(evaluate(pkg, spec, options))
+            except ModelError as exc:
+                if len(specs) == 1:
+                    raise
+                errors.append({"model": spec.spec, "error": str(exc)})
+                click.echo(f"forge: error: {exc}", err=True)
+        _emit({"reports": reports, "errors": errors}, as_json,
+              lambda r: click.echo("\n\n".join(render(x) for x in r["reports"])))
+        if errors:
+            sys.exit(1)
+    _guard(run)
 
 
 if __name__ == "__main__":

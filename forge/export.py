@@ -21,6 +21,10 @@ from forge.keys import file_digest
 from forge.store import BlobError, BlobStore
 
 
+# Not released files but kept across a new version of the package: evaluation records, a review page.
+KEPT_BESIDE = (".eval", "review.html")
+
+
 def package_dir(out_root: Path, pkg: Package) -> Path:
     return out_root / f"{pkg.name}-{pkg.version}"
 
@@ -68,6 +72,9 @@ def export(blobs: BlobStore, pkg: Package, out_root: Path,
         try:
             _assemble(blobs, pkg, target, tmp, recreate)
             old = out_root / f".old-{target.name}-{os.getpid()}"
+            for kept in KEPT_BESIDE:  # what people added beside the released files stays with the package
+                if (target / kept).exists() and not (tmp / kept).exists():
+                    os.replace(target / kept, tmp / kept)
             if target.exists():
                 os.replace(target, old)
             os.replace(tmp, target)

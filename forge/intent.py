@@ -11,12 +11,13 @@ import re
 import typing
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Callable, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from forge.errors import DefinitionError, IntentError
 from forge.keys import digest
+from forge.models.config import ModelRoles
 from forge.paths import too_wide
 from forge.sources import source_kinds
 from forge.yamlfile import INTENT_LIMITS, read_yaml
@@ -53,6 +54,9 @@ class IntentBase(_Strict):
     contracts: list[str] = Field(default_factory=list, description="extra contract folders, relative to the intent")
     templates_dirs: list[str] = Field(default_factory=list, description="extra template folders, relative to the intent")
     skills: dict[str, str] = Field(default_factory=dict, description="role -> skill name overrides")
+    models: ModelRoles = Field(default_factory=ModelRoles,
+                               description="model roles on OpenAI-compatible endpoints (coordinator, synthesizer, "
+                                           "verifier, panel, judges); a role left out runs on its built-in backend")
 
     @model_validator(mode="after")
     def _track_has_its_section(self) -> "IntentBase":
@@ -106,26 +110,53 @@ class LoadedIntent(BaseModel):
     intent: IntentBase
     path: Path
     raw: dict[str, Any]
+    # Why each capability is in the intent when a model role chose it (capability -> reasons).
+    chosen_by: dict[str, list[str]] = Field(default_factory=dict)
 
     @property
     def content_hash(self) -> str:
         return digest(self.raw)
 
+    @property
+    def construction(self) -> dict[str, Any]:
+        """The intent without its model roles: what the artifacts are built from. Which model
+        fills a role reaches only the artifacts that role makes (a changed judge re-judges,
+        nothing else is rebuilt)."""
+        return {k: v for k, v in self.raw.items() if k != "models"}
+
     def resolve(self, relative: str) -> Path:
         return (self.path.parent / relative).resolve()
 
 
-def load_intent(path: str | Path) -> LoadedIntent:
-    """Read and validate ``path``; every failure is an :class:`IntentError` naming the field."""
+def read_intent(path: str | Path) -> dict[str, Any]:
+    """The intent file's mapping, parsed (bounded) but not validated."""
+    p = _intent_path(path)
+    raw = read_yaml(p, INTENT_LIMITS, what="intent").data
+    if not isinstance(raw, dict):
+        raise IntentError(f"{p}: expected a mapping at the top level, found {type(raw).__name__}")
+    return raw
+
+
+def _intent_path(path: str | Path) -> Path:
     p = Path(path)
     if not p.exists():
         raise IntentError(f"{p}: intent file not found")
     if p.is_dir():
         raise IntentError(f"{p}: is a folder, expected an intent YAML file")
+    return p
+
+
+def load_intent(path: str | Path, rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> LoadedIntent:
+    """Read and validate ``path``; every failure is an :class:`IntentError` naming the field.
+    ``rewrite`` may change the parsed mapping before validation (a coordinator's proposal, a
+    synthesizer's template folder); errors still name the file's lines."""
+    p = _intent_path(path)
     document = read_yaml(p, INTENT_LIMITS, what="intent")
     raw, lines = document.data, document.lines
     if not isinstance(raw, dict):
         raise IntentError(f"{p}: expected a mapping at the top level, found {type(raw).__name__}")
+    if rewrite is not None:
+        raw = rewrite(raw)
     try:
         intent = intent_model().model_validate(raw)
     except ValidationError as exc:

@@ -71,6 +71,9 @@ class RayBackend:
         ray = import_ray()
         if not ray.is_initialized():
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            # Ray runs its workers at niceness 15; here they are the build's workers, so they run
+            # at the priority the local pool's do.
+            os.environ.setdefault("RAY_worker_niceness", "0")
             if self.address:
                 ray.init(address=self.address, log_to_driver=False, configure_logging=False)
             else:

@@ -18,7 +18,6 @@ from forge.codeversion import data_identity
 from forge.contracts import CheckContext, CheckResult, ContractBook, decide
 from forge.invocation import Invocation
 from forge.keys import canonical_json, digest
-from forge.skills import Output
 from forge.store import Batch, Store, now
 
 

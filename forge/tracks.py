@@ -31,7 +31,7 @@ class Track:
     source_roles: tuple[str, ...]  # roles every source fills with the skills its descriptor names
     defaults: dict[str, str]  # role -> skill, for the roles that are not a source's
     # Builds the stage runner: (workflow, executor, store, gate settings, progress, gate log,
-    # source descriptors, repair loop or None, ablation or None) -> TrackRunner.
+    # source descriptors, repair loop or None, ablation or None, model roles) -> TrackRunner.
     runner: Callable[..., TrackRunner]
     # Parameters and fan-out (one invocation per parameter set) of a role's node, from the intent.
     node_params: Callable[[str, Any], dict[str, Any]] = lambda role, loaded: {}
@@ -43,9 +43,25 @@ class Track:
     # The intent section holding what this track should build, and its schema.
     section: str | None = None
     section_model: type | None = None
+    # Model roles asked before planning (a coordinator choosing what to build, a synthesizer writing
+    # what the library lacks): whether a parsed intent needs them, and the step that asks them and
+    # returns the intent to plan: (intent path, model client, store folder, progress) -> LoadedIntent.
+    asks_before_planning: Callable[[dict[str, Any]], bool] = lambda raw: False
+    plan_with_models: Callable[..., Any] | None = None
 
 
 def track(name: str) -> Track:
     from forge.registry import lookup
 
     return lookup("track", name)
+
+
+def default_track() -> str:
+    """The track an intent without a ``track`` field builds: the first registered."""
+    from forge.errors import DefinitionError
+    from forge.registry import entries
+
+    known = entries("track")
+    if not known:
+        raise DefinitionError("no track is registered (is the builtin plugin installed?)")
+    return next(iter(known))

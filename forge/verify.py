@@ -44,7 +44,8 @@ def check_files(package: Path) -> tuple[dict[str, Any] | None, list[str]]:
     listed = set(files) | {"manifest.json"}
     for path in sorted(p for p in package.rglob("*") if p.is_file()):
         rel = str(path.relative_to(package))
-        if rel not in listed and "__pycache__" not in rel and rel != "review.html":
+        # What people add beside the released files: a review page, evaluation records.
+        if rel not in listed and "__pycache__" not in rel and rel != "review.html" and not rel.startswith(".eval/"):
             problems.append(f"{rel}: not listed in the manifest")
     return manifest, problems
 

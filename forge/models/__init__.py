@@ -11,13 +11,23 @@ loopback server for tests. It names no track, capability or question type.
     loopback    LoopbackServer, Reply: a real OpenAI-compatible HTTP server on 127.0.0.1
 """
 
-from forge.models.accounting import tokens_per_item, usage
-from forge.models.builtin import Backend, BuiltinBackend, resolve
-from forge.models.cache import invalidate, judgments_by_model, stale
-from forge.models.client import Answer, ModelClient, Question
-from forge.models.config import ModelRole, ModelRoles
-from forge.models.errors import (ModelError, ModelKeyError, ModelOutputError, ModelRequestError,
-                                 ModelUnavailableError, TokenBudgetError)
+# Lazy: importing the intent schema (which holds ``ModelRoles``) must not import the OpenAI client.
+_EXPORTS = {
+    "tokens_per_item": "accounting", "usage": "accounting", "Backend": "builtin", "BuiltinBackend": "builtin",
+    "resolve": "builtin", "invalidate": "cache", "judgments_by_model": "cache", "stale": "cache",
+    "Answer": "client", "ModelClient": "client", "Question": "client", "ModelRole": "config", "ModelRoles": "config",
+    "ModelError": "errors", "ModelKeyError": "errors", "ModelOutputError": "errors", "ModelRequestError": "errors",
+    "ModelUnavailableError": "errors", "TokenBudgetError": "errors",
+}
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(f"forge.models.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'forge.models' has no attribute {name!r}")
+
 
 __all__ = [
     "Answer", "Backend", "BuiltinBackend", "ModelClient", "ModelError", "ModelKeyError", "ModelOutputError",

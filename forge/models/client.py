@@ -16,10 +16,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import openai
-from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
 from forge.models import accounting, cache, retry
@@ -31,6 +29,10 @@ from forge.models.prompt import (InvalidOutput, Message, Prompt, estimate_tokens
                                  parse_output, response_format)
 from forge.models.tables import ensure_tables
 from forge.store import Store, now
+
+if TYPE_CHECKING:  # the OpenAI client is imported on the first model call, not with forge
+    import openai
+    from openai.types.chat import ChatCompletion
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,8 @@ class ModelClient:
                   output_model: type[BaseModel] | None, conversation: list[Message], artifact: str | None,
                   tally: _Tally) -> tuple[ChatCompletion, str]:
         """One reply, through retries on transient failures and the json_schema fallback."""
+        import openai
+
         attempt = 0
         while True:
             mode = self.output_mode(role.base_url) if output_model is not None else "text"
@@ -250,6 +254,8 @@ class ModelClient:
             return completion, mode
 
     def _openai(self, role: ModelRole, api_key: str) -> openai.OpenAI:
+        import openai
+
         key = (role.base_url, api_key, role.timeout_s)
         with self._lock:
             if key not in self._clients:

@@ -37,6 +37,7 @@ class ModelRole(BaseModel):
     max_retries: int = Field(default=4, ge=0, le=10)
     validation_retries: int = Field(default=2, ge=0, le=5)
     backoff_s: float = Field(default=1.0, ge=0, description="first backoff delay; doubles per retry, jittered")
+    vision: bool = Field(default=False, description="the model reads images: it gets the items' media")
 
     @field_validator("api_key_env")
     @classmethod

@@ -5,15 +5,18 @@ from __future__ import annotations
 import random
 from email.utils import parsedate_to_datetime
 from datetime import datetime, timezone
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-import openai
+if TYPE_CHECKING:  # imported on the first model call, not with forge
+    import openai
 
 MAX_WAIT_S = 60.0  # the longest single wait, whatever a Retry-After header asks for
 RETRYABLE_STATUS = frozenset({408, 409, 429})  # and every 5xx
 
 
 def retryable(exc: Exception) -> bool:
+    import openai
+
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
         return True
     return isinstance(exc, openai.APIStatusError) and (exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500)
@@ -54,6 +57,8 @@ def delay(attempt: int, base_s: float, asked_s: float | None, rng: random.Random
 
 
 def describe(exc: Exception) -> str:
+    import openai
+
     if isinstance(exc, openai.APITimeoutError):
         return "the request timed out"
     if isinstance(exc, openai.APIConnectionError):
@@ -76,6 +81,8 @@ def server_message(exc: openai.APIStatusError) -> str:
 def rejects_json_schema(exc: Exception) -> bool:
     """Whether an error is the server refusing ``response_format: json_schema`` (llama.cpp-style
     servers answer 400, FastAPI-based ones 422, some 500, each naming the format)."""
+    import openai
+
     if not isinstance(exc, openai.APIStatusError) or exc.status_code == 429:
         return False
     text = f"{server_message(exc)} {exc.body}".lower()

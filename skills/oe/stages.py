@@ -22,8 +22,11 @@ from forge.gatelog import GateLog
 from forge.planner import Workflow
 from forge.progress import Progress
 from forge.resources import ResourceDescriptor
+from forge.models.config import ModelRoles
+from forge.models.roles import RoleContext
 from forge.stagegraph import BuildState, Route, Step, WorkflowRunner
 from forge.store import Store
+from forge_skills.oe.roles import judge, panel_blind_and_full, verify_grey_batch
 from forge_skills.verify.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, StoreMemo, allocate,
                                        allocate_by_source, balance_answers, blind_evaluation, expected_yield,
                                        grey_batches, independent_items, judge_grey_batch, near_duplicates,
@@ -46,8 +49,9 @@ class StageRunner(WorkflowRunner):
 
     def __init__(self, workflow: Workflow, executor: Executor, store: Store, gate_settings: dict[str, Any],
                  progress: Progress, gate_log: GateLog, sources: list[ResourceDescriptor], *, repair: Any = None,
-                 ablate: str | None = None) -> None:
+                 ablate: str | None = None, models: RoleContext | None = None) -> None:
         super().__init__(workflow, executor, store, progress)
+        self.models = models or RoleContext(None, ModelRoles())  # roles without a model: built-in backends
         # Per source: the plan skill's unit parameter and the unit-count field; the template families.
         self.scales = [d.scale for d in sources]
         self._families = [d.templates for d in sources]
@@ -197,6 +201,7 @@ class StageRunner(WorkflowRunner):
         ids = state["ids"]
         bindings = self._binding_summaries(ids["Binding"])
         plan = allocate_by_source(self._blueprint(), bindings, self._binding_sources(bindings, state), HEADROOM)
+        self.item_stats["verifier_held"] = []
         grey, rest = grey_batches(plan, self.gates["grey_batch"])
         items_ok: list[str] = []
         items_bad: list[str] = []
@@ -204,9 +209,16 @@ class StageRunner(WorkflowRunner):
         enabled = []
         for template, bids in sorted(grey.items()):
             r = self.run_node(node.role, {"Binding": bids}, label=f"S4 grey batch {template}")
-            items_ok += r.verified
+            # The verifier reads the batch that passed its contracts; it can only add failures.
+            self.executor.preload(r.verified)
+            doubted = verify_grey_batch(self.models, self.store, template,
+                                        {i: self.executor.load(i) for i in r.verified})
+            self._record_verifier(doubted)
+            passed = [i for i in r.verified if i not in doubted]
+            items_ok += passed
             items_bad += r.rejected
-            if judge_grey_batch(self.log, template, r.verified, r.rejected, self.gates["grey_min_valid"]):
+            self.item_stats.setdefault("verifier_held", []).extend(sorted(doubted))
+            if judge_grey_batch(self.log, template, passed, r.rejected + sorted(doubted), self.gates["grey_min_valid"]):
                 enabled.append(template)
             self.grey[template] = template in enabled
         full = [b for t in enabled for b in rest[t]]
@@ -425,9 +437,33 @@ class StageRunner(WorkflowRunner):
             accepted, self.blind_reports = blind_evaluation(self.log, {i: items[i] for i in balanced}, self.gates,
                                                             self._blind_memo)
             self._blind_memo.flush()
+            accepted = self._panel(accepted, items)
         self.item_stats["blind_held"] = sorted(set(balanced) - set(accepted))
         self.item_stats["accepted"] = accepted
         return {i: items[i] for i in accepted}
+
+    def _panel(self, accepted: list[str], items: dict[str, Any]) -> list[str]:
+        """C1's model side: the panel answers a sample of each template without media (a template
+        it answers well above chance is held back, as for the blind solvers) and, for vision
+        members, with media (the full condition's gap)."""
+        from forge.registry import lookup
+
+        groups: dict[str, list[tuple[str, Any]]] = {}
+        for iid in accepted:
+            groups.setdefault(items[iid].template, []).append((iid, items[iid]))
+        flagged = panel_blind_and_full(self.models, self.store, groups, self.blind_reports, lookup("scorer", "oe"),
+                                       self.gates)
+        for template in sorted(flagged):
+            report = self.blind_reports[template]
+            member = next(n for n, r in report["panel"].items() if r.get("flagged"))
+            report.update({"flagged": True, "best_solver": member,
+                           "best_accuracy": report["panel"][member]["blind_accuracy"]})
+            report["excess"] = report["best_accuracy"] - report["chance"]
+            self.log.decide(GATE_C1, template, "Template", template, "fail", report)
+            for iid, _ in groups[template]:
+                self.log.decide(GATE_C1, iid, "OEItem", template, "fail",
+                                {"best_solver": member, "excess": round(report["excess"], 4)})
+        return [i for i in accepted if items[i].template not in flagged]
 
     def repair_round(self, state: BuildState) -> dict[str, Any]:
         """One round of diagnosis and repair; repaired items replace their priors in the pool."""
@@ -454,10 +490,30 @@ class StageRunner(WorkflowRunner):
         # People's verdicts are part of what the package reports: they enter its identity.
         verdicts = [{k: r[k] for k in ("artifact_id", "verdict", "reviewer", "reviewed_at")}
                     for r in self.store.human_verdicts()]
-        node.fanout = [{"human_review": verdicts}] if verdicts else None
+        # So are the judges' scores and which checks ran on a model.
+        self.executor.preload(accepted)
+        quality = judge(self.models, self.store, {i: self.executor.load(i) for i in accepted}, self._blueprint(),
+                        self.blind_reports)
+        self._note_planning_roles()
+        params: dict[str, Any] = {"quality": quality, "model_checks": self.models.report()}
+        if verdicts:
+            params["human_review"] = verdicts
+        node.fanout = [params]
         pkg = self.run_node(node.role, {"Blueprint": ids["Blueprint"], "OEItem": accepted})
         self.require(node.role, pkg, "package")
         return {"ids": {"Package": pkg.verified}}
+
+    def _note_planning_roles(self) -> None:
+        """The coordinator counts when free text chose the capabilities (the catalogue is its
+        built-in backend); the synthesizer when one is configured."""
+        roles = self.models.roles
+        sources = self._blueprint().capability_sources
+        if sources:
+            by_model = any(r.startswith("coordinator ") for rs in sources.values() for r in rs)
+            self.models.note("capability choice from free text (coordinator)", "coordinator",
+                             [roles.coordinator.model] if by_model and roles.coordinator is not None else None)
+        if roles.synthesizer is not None:
+            self.models.note("templates the library lacks (synthesizer)", "synthesizer", [roles.synthesizer.model])
 
     # -- repair support -------------------------------------------------------------------
 
@@ -492,6 +548,21 @@ class StageRunner(WorkflowRunner):
             "WHERE b.build_id = ? AND a.status = 'rejected' AND a.type = ? ORDER BY a.id",
             [self.executor.build_id, type_name]).fetchall()
         return [r[0] for r in rows]
+
+    def _record_verifier(self, doubted: dict[str, str]) -> None:
+        """The verifier's failures as model-assisted verification records (advisory: the gate
+        decides on them; they never change a deterministic verdict)."""
+        if not doubted:
+            return
+        from forge.store import Batch, now
+
+        role = self.models.single("verifier")
+        backend = role.model if role is not None else "builtin"
+        batch = Batch()
+        ts = now()
+        for iid, why in sorted(doubted.items()):
+            batch.add("verifications", (iid, "OE-V1", "verifier", "model-assisted", "advisory", False, backend, why, ts))
+        self.store.write(batch)
 
     def _final_stage_contracts(self, pool: list[str]) -> list[str]:
         """Ablation 'final-stage-only': contracts run once, on the finished items only; their

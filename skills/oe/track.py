@@ -7,13 +7,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from forge.errors import CompositionError
 from forge.intent import LoadedIntent, did_you_mean
 from forge.vocabulary import capabilities, question_types
-from forge.planner import available_templates, folder_listing, intent_folders
+from forge.planner import folder_listing, intent_folders
 from forge.registry import lookup, register
 from forge.resources import descriptor
 from forge.tracks import Track
+from forge_skills.oe import prepare
+from forge_skills.oe.compatibility import check_compatibility
 from forge_skills.oe.stages import StageRunner
 
 ROLES = ("blueprint", "plan", "collect", "structure", "template", "bind", "realize", "package")
@@ -44,6 +45,8 @@ class OESpec(_Strict):
                                                                        "(1 when absent), e.g. {counting: 0.5}")
     tolerance: float = Field(0.05, ge=0.0, le=1.0, description="allowed shortfall of each capability target, as a "
                                                                "fraction of the target, before composition is reported unmet")
+    extra_realizations: int = Field(0, ge=0, le=8, description="with a synthesizer model: this many more realizations "
+                                                               "written for each library template")
 
     @model_validator(mode="after")
     def _weights_name_capabilities(self) -> "OESpec":
@@ -93,9 +96,12 @@ def node_params(role: str, loaded: LoadedIntent) -> dict[str, Any]:
     # A folder's listing (names, sizes, modification times) is part of the blueprint's identity,
     # so adding or replacing a file re-plans the units instead of reusing a stale plan.
     folders = intent_folders(loaded)
-    if not folders:
-        return {"intent": loaded.raw}
-    return {"intent": loaded.raw, "base_dir": str(loaded.path.parent), "folder_listing": folder_listing(folders)}
+    params: dict[str, Any] = {"intent": loaded.construction}
+    if folders:
+        params.update({"base_dir": str(loaded.path.parent), "folder_listing": folder_listing(folders)})
+    if loaded.chosen_by:
+        params["chosen_by"] = loaded.chosen_by
+    return params
 
 
 def node_fanout(role: str, loaded: LoadedIntent) -> list[dict[str, Any]] | None:
@@ -107,65 +113,11 @@ def node_fanout(role: str, loaded: LoadedIntent) -> list[dict[str, Any]] | None:
     return [{"template": name, "label": label} for name, (label, _path) in sorted(refs.items())]
 
 
-def check_compatibility(loaded: LoadedIntent) -> None:
-    """Every asked capability and question type has a template of the intent's sources that
-    pairs it with an asked counterpart, before anything runs; the message lists what would."""
-    oe = loaded.intent.oe
-    _check_source_items(loaded)
-    rows = available_templates(loaded)
-    kinds = ", ".join(sorted({s.kind for s in loaded.intent.sources}))
-    if oe.templates != "all":
-        known = {r["id"] for r in rows}
-        missing = [t for t in oe.templates if t not in known]
-        if missing:
-            raise CompositionError(f"intent field oe.templates: no template {missing} for source {kinds}; "
-                                   f"available: {sorted(known)}")
-        rows = [r for r in rows if r["id"] in oe.templates]
-    unavailable = {c for s in loaded.intent.sources for c in s.unavailable(list(oe.capabilities))}
-    problems = []
-    for cap in oe.capabilities:
-        if cap in unavailable:
-            continue
-        pairs = {r["question_type"] for r in rows if r["capability"] == cap}
-        if not pairs & set(oe.question_types):
-            problems.append(f"capability {cap!r}: " + (f"its templates for {kinds} ask {sorted(pairs)} "
-                                                        f"(none of oe.question_types)" if pairs
-                                                        else f"no template for {kinds}"))
-    for qt in oe.question_types:
-        pairs = {r["capability"] for r in rows if r["question_type"] == qt}
-        if not pairs & set(oe.capabilities):
-            problems.append(f"question type {qt!r}: " + (f"its templates for {kinds} test {sorted(pairs)} "
-                                                          f"(none of oe.capabilities)" if pairs
-                                                          else f"no template for {kinds}"))
-    if problems:
-        offered = sorted({(r["capability"], r["question_type"]) for r in rows})
-        raise CompositionError(
-            f"{loaded.path}: the intent asks for what no template of its sources gives:\n  " + "\n  ".join(problems)
-            + "\n  compatible (capability, question type) pairs: "
-            + ", ".join(f"{c}/{q}" for c, q in offered),
-            hint="choose among the compatible pairs, or add a template (intent field templates_dirs); "
-                 "`forge templates` lists them")
-
-
-def _check_source_items(loaded: LoadedIntent) -> None:
-    """Items set per source must fit the package: two or more sources, at most ``oe.items`` in
-    all, exactly that when every source sets its own."""
-    given = [(i, s.items) for i, s in enumerate(loaded.intent.sources) if s.items]
-    if not given:
-        return
-    total, items = sum(n for _, n in given), loaded.intent.oe.items
-    where = f"{loaded.path}: intent field sources.{given[0][0]}.items"
-    if len(loaded.intent.sources) < 2:
-        raise CompositionError(f"{where}: items per source needs two or more sources (the one source gives all "
-                               f"{items} items)")
-    if total > items or (len(given) == len(loaded.intent.sources) and total != items):
-        raise CompositionError(f"{where}: the sources' items add up to {total}, the package has oe.items = {items}")
-
-
 OE_TRACK = Track(
     name="oe", description="Offline EQA: questions, answers and a scorer over images and trajectories",
     roles=ROLES, source_roles=SOURCE_ROLES, defaults=DEFAULTS, runner=StageRunner, section="oe", section_model=OESpec,
     node_params=node_params, node_fanout=node_fanout, check_intent=check_compatibility,
+    asks_before_planning=prepare.asks_before_planning, plan_with_models=prepare.plan_with_models,
     repair_skills={"local_field_item": "repair.local_field_item", "local_field_binding": "repair.local_field_binding",
                    "rebind": "repair.rebind", "resynthesize_item": "repair.resynthesize_item"},
 )

@@ -28,6 +28,9 @@ def module_name(package_name: str) -> str:
 class PackageParams(BaseModel):
     human_review: list[dict[str, Any]] = Field(default_factory=list, description="people's verdicts on items "
                                                                                 "(forge review --import)")
+    quality: dict[str, Any] | None = Field(None, description="the judges' rubric scores (per judge and averaged)")
+    model_checks: dict[str, Any] | None = Field(None, description="which checks ran on a model and which on a "
+                                                                  "built-in backend")
 
 
 @skill("package.oe_package", stage="S5", params=PackageParams)
@@ -83,7 +86,10 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
     if referenced:
         files[f"{mod}/media.py"] = ctx.put_blob((Path(__file__).parent / "media.py").read_bytes())
         files[f"{mod}/materialize.py"] = ctx.put_blob((Path(__file__).parent / "materialize.py").read_bytes())
-    files["README.md"] = ctx.put_blob(_readme(blueprint, composition, mod).encode())
+    if ctx.params.quality is not None:
+        files["quality.json"] = ctx.put_blob(_json(ctx.params.quality))
+    checks = ctx.params.model_checks
+    files["README.md"] = ctx.put_blob(_readme(blueprint, composition, mod, ctx.params.quality, checks).encode())
     counts = {"items": len(item_rows), "media": sum(1 for p in files if p.startswith("media/")),
               "media_referenced": referenced, "accepted_candidates": len(items)}
     manifest = {
@@ -96,6 +102,7 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
         "counts": counts,
         "licence": _licence(blueprint, referenced),
         **({"human_review": review} if review else {}),
+        **({"model_checks": checks} if checks else {}),
         "files": {p: files[p] for p in sorted(files)},
     }
     manifest_blob = ctx.put_blob(_json(manifest))
@@ -234,7 +241,8 @@ def _composition(blueprint: Blueprint, items: list[OEItem], kinds: list[str]) ->
     }
 
 
-def _readme(blueprint: Blueprint, composition: dict[str, Any], mod: str) -> str:
+def _readme(blueprint: Blueprint, composition: dict[str, Any], mod: str, quality: dict[str, Any] | None = None,
+            checks: dict[str, Any] | None = None) -> str:
     lines = [f"# {blueprint.name} {blueprint.version}", "",
              f"Offline-EQA benchmark with {composition['items']} items.", "",
              f"Each capability meets its target within {composition['tolerance']:.0%} "
@@ -255,6 +263,18 @@ def _readme(blueprint: Blueprint, composition: dict[str, Any], mod: str) -> str:
                       f"({review['accuracy']:.0%}, 95% interval {lo:.0%}-{hi:.0%}; {review['ambiguous']} ambiguous, "
                       f"{review['wrong']} wrong, by {', '.join(review['reviewers'])}). Items judged wrong or ambiguous "
                       "were repaired or removed before this release."]
+    if quality is not None:
+        avg = (quality.get("average") or {}).get("items") or {}
+        if avg.get("overall") is not None:
+            lines += ["", f"Judged quality (rubric, 0-100, {quality['average']['judges']} judge(s), a sample per "
+                          f"template): overall {avg['overall']:.1f}; " + ", ".join(
+                              f"{d} {avg[d]:.1f}" for d in ("UIA", "FSQ", "QAC", "EGC", "SGC", "AFC", "TSD", "SSC")
+                              if avg.get(d) is not None) + " (`quality.json`)."]
+        elif quality.get("note"):
+            lines += ["", f"Quality rubric: {quality['note']} (`quality.json`)."]
+    if checks and checks.get("without_model"):
+        lines += ["", "Checks that ran on built-in backends, without a model: " + "; ".join(checks["without_model"])
+                  + "."]
     if composition.get("media_referenced"):
         lines += ["", f"{composition['media_referenced']} media are not included because the source images may not be "
                       "redistributed. Rebuild them from your own copy of the dataset (needs numpy and Pillow):", "",

@@ -474,6 +474,9 @@ class Rule:
     quantity: Callable[[dict[str, Any]], str] | None = None
     complete_labels: bool = False
     whole_order: bool = False  # the answer orders all its referents: it settles any question on a subset
+    # A rule whose slots, question types and behaviour a template declares (``program``): rule_for
+    # gives the rule this function makes from the template.
+    for_template: Callable[[dict[str, Any]], "Rule"] | None = None
 
     def quantity_of(self, template: dict[str, Any]) -> str:
         return self.quantity(template) if self.quantity else self.name
@@ -535,7 +538,8 @@ def rule_for(template: dict[str, Any]) -> Rule:
         RULES.update(entries("answer_rule"))  # rules of plugins loaded since
     if name not in RULES:
         raise KeyError(f"template {template.get('id')!r}: unknown answer rule {name!r}; known: {sorted(RULES)}")
-    return RULES[name]
+    rule = RULES[name]
+    return rule.for_template(template) if rule.for_template is not None else rule
 
 
 for _rule in list(RULES.values()):

@@ -23,6 +23,7 @@ class BlueprintParams(BaseModel):
     intent: dict[str, Any]
     base_dir: str | None = None
     folder_listing: str | None = None  # identity of image folders' contents (see the planner)
+    chosen_by: dict[str, list[str]] | None = None  # capability -> why a model role chose it
 
 
 @skill("blueprint.from_intent", stage="S1", params=BlueprintParams)
@@ -61,7 +62,8 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
         templates=[] if oe.templates == "all" else [{"name": t, "path": ""} for t in oe.templates],
         sources=sources, gates=intent.gates.model_dump(mode="json"),
         intent_hash=digest(ctx.params.intent),
-        capability_sources=_capability_sources(ctx.params.intent, oe.focus), composition_tolerance=oe.tolerance,
+        capability_sources=ctx.params.chosen_by or _capability_sources(ctx.params.intent, oe.focus),
+        composition_tolerance=oe.tolerance,
         unavailable=unavailable,
     )]
 

@@ -94,3 +94,29 @@ def test_smollm2_answers_a_typed_question_through_json_object(llama_server, tmp_
         counts = usage(store, "local")["panel/smol"]["S5"]
         assert counts["tokens_in"] == tokens_in and counts["calls"] >= 2  # the refused json_schema request too
         assert client.ask("panel/smol", role, messages, Sky, stage="S5", artifact="item-1").cached
+
+
+def test_the_local_model_as_a_text_panel_member_and_a_judge_in_a_build(llama_server, tmp_path):
+    """SmolLM2 answers C1's blind questions as a text-only panel member and scores a small
+    package as a judge; its answers parse, are stored, and the package reports them."""
+    import json
+    import sys as _sys
+
+    _sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from conftest import run_build, write_intent
+
+    role = {"base_url": llama_server, "model": "smollm2", "backoff_s": 0.1, "timeout_s": 120, "max_tokens": 768,
+            "validation_retries": 3}
+    oe = {"items": 30, "capabilities": ["image_plane_relation", "depth_order"],
+          "question_types": ["single_choice", "yes_no"]}
+    intent = write_intent(tmp_path, oe=oe, models={"panel": [{**role, "name": "smol"}], "judges": [{**role, "name": "smol"}]})
+    summary = run_build(intent, tmp_path / "store", tmp_path / "out")
+    pkg = Path(summary["package_path"])
+    quality = json.loads((pkg / "quality.json").read_text())
+    judged = quality["judges"]["judges/smol"]
+    assert judged["items"] and all(0 <= v <= 100 for row in judged["items"].values() for v in row.values()
+                                   if v is not None)
+    with Store(tmp_path / "store", read_only=True) as s:
+        use = usage(s)
+    assert use["panel/smol"]["S5"]["calls"] >= 1 and use["judges/smol"]["S5"]["tokens_out"] > 0
+    assert summary["models"]["without_model"] and "quality rubric (judges)" not in summary["models"]["without_model"]

@@ -1,0 +1,265 @@
+"""Run a model on a package's items, score every reply with the package's own scorer, store the
+rows, and report.
+
+Items go in batches (four times the role's concurrency): each batch is asked through the model
+client, whose response cache keeps every answer as soon as its batch returns, even when other
+questions of the batch failed; its scored rows are then written in one transaction. A run that
+stops is resumed by running it again: items with a stored row are not asked, items whose answer
+is in the cache are scored without a request, and only the rest go to the model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from forge.evaluation import records
+from forge.evaluation.package import EvalPackage, load_package
+from forge.evaluation.prompt import messages, read_reply
+from forge.evaluation.records import EvalRow
+from forge.evaluation.solvers import SolverContext, answer_form
+from forge.evaluation.spec import ModelSpec, parse_spec
+from forge.models import ModelClient, ModelError, Question
+from forge.models import cache as response_cache
+from forge.models.prompt import Prompt
+from forge.store import Store, now
+
+ROLE = "eval"  # the model-layer role name evaluation answers are cached and accounted under
+STAGE = "eval"
+EVAL_DIR = ".eval"  # beside the released files of a package; never listed in its manifest
+
+
+@dataclass
+class EvalOptions:
+    store_dir: Path | None = None  # default: PACKAGE/.eval
+    limit: int | None = None  # only the first N items (in items.jsonl order)
+    batch: int | None = None  # items per batch (default: 4 x the role's concurrency)
+    progress: Callable[[str, int, int], None] | None = None  # (model, done, total)
+
+
+def eval_dir(package: Path, store_dir: Path | None) -> Path:
+    return Path(store_dir) if store_dir is not None else Path(package) / EVAL_DIR
+
+
+def report_path(package: EvalPackage, spec: ModelSpec, store_dir: Path | None) -> Path:
+    """PACKAGE/.eval/<model>.json; with ``--store DIR``, DIR/reports/<package>/<model>.json."""
+    if store_dir is None:
+        return package.path / EVAL_DIR / f"{spec.slug}.json"
+    return Path(store_dir) / "reports" / package.label / f"{spec.slug}.json"
+
+
+def evaluate(package: str | Path | EvalPackage, model: str | ModelSpec, options: EvalOptions | None = None,
+             *, store: Store | None = None, client: ModelClient | None = None) -> dict[str, Any]:
+    """Evaluate one model on a package and return its report (also written as JSON)."""
+    options = options or EvalOptions()
+    pkg = package if isinstance(package, EvalPackage) else load_package(package)
+    spec = model if isinstance(model, ModelSpec) else parse_spec(model)
+    own_store = store is None
+    store = store or Store(eval_dir(pkg.path, options.store_dir), wait_s=10.0)
+    own_client = client is None and spec.role is not None
+    try:
+        records.ensure_table(store)
+        run_id = f"eval-{uuid.uuid4().hex[:12]}"
+        items = pkg.items[: options.limit] if options.limit is not None else pkg.items
+        before = records.stored(store, pkg.digest, spec.key)
+        todo = [it for it in items if it["id"] not in before]
+        if spec.solver is not None:
+            _run_solver(pkg, spec, todo, store, run_id, options)
+        elif todo:
+            client = client or ModelClient(store, build_id=run_id, seed=0)
+            _run_model(pkg, spec, todo, store, client, run_id, options, done_before=len(items) - len(todo),
+                       total=len(items))
+        rows = records.stored(store, pkg.digest, spec.key)
+        report = summarize(pkg, spec, [rows[it["id"]] for it in items], run_id=run_id,
+                           reused=len(items) - len(todo))
+    finally:
+        if own_client and client is not None:
+            client.close()
+        if own_store:
+            store.close()
+    path = report_path(pkg, spec, options.store_dir)
+    report["report_path"] = str(path)
+    _write_json(path, report)
+    return report
+
+
+# -- answering --------------------------------------------------------------------------------
+
+
+def _form(pkg: EvalPackage, item: dict[str, Any]) -> str:
+    return answer_form((pkg.keys[item["id"]].get("scoring") or {}).get("protocol"), item.get("question_type"))
+
+
+def _run_solver(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]], store: Store, run_id: str,
+                options: EvalOptions) -> None:
+    solver = spec.solver
+    assert solver is not None
+    if not todo:
+        return
+    # A solver answers the whole package, whatever the limit, so an item's response never depends
+    # on which others were asked with it (a noisy oracle's error rates hold over the package).
+    visible = [{**it, "form": _form(pkg, it)} for it in pkg.items]
+    context = SolverContext(seed=0, composition=pkg.composition,
+                            keys=pkg.keys if solver.reads_key else None,
+                            score=pkg.score if solver.reads_key else None)
+    start = time.perf_counter()
+    responses = solver.answer(visible, context)
+    each = (time.perf_counter() - start) / max(1, len(visible))
+    reported = f"builtin:{solver.name}"
+    rows = [_row(pkg, spec, it, responses.get(it["id"], ""), reported, "builtin", each, 0, 0, run_id) for it in todo]
+    records.write(store, rows)
+    if options.progress:
+        options.progress(spec.spec, len(todo), len(todo))
+
+
+def _run_model(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]], store: Store, client: ModelClient,
+               run_id: str, options: EvalOptions, *, done_before: int, total: int) -> None:
+    role = spec.role
+    assert role is not None
+    size = options.batch or max(1, 4 * role.concurrency)
+    done = done_before
+    for start in range(0, len(todo), size):
+        batch = todo[start:start + size]
+        questions = [Question(messages(it), it["id"], pkg.media(it)) for it in batch]
+        try:
+            answers = client.ask_many(ROLE, role, questions, None, stage=STAGE)
+        except ModelError as exc:
+            # The answers that did arrive are in the response cache: score and store them too.
+            saved = _salvage(pkg, spec, batch, questions, store, run_id)
+            raise type(exc)(f"{exc.problem}; {done + saved} of {total} items of {pkg.label} are answered and "
+                            "stored", role=exc.role, endpoint=exc.endpoint, artifact=exc.artifact,
+                            hint="run the same forge eval command again: it asks only the items with no stored "
+                                 "answer") from None
+        cached = response_cache.lookup(store, [a.key for a in answers if a.cached and a.key])
+        rows = []
+        for it, answer in zip(batch, answers):
+            seconds, tokens_in, tokens_out = answer.seconds, answer.tokens_in, answer.tokens_out
+            if answer.cached and answer.key in cached:  # what the answer cost when it was asked
+                hit = cached[answer.key]
+                seconds, tokens_in, tokens_out = hit.seconds, hit.tokens_in, hit.tokens_out
+            rows.append(_row(pkg, spec, it, answer.text, answer.model, answer.source, seconds, tokens_in, tokens_out,
+                             run_id))
+        records.write(store, rows)
+        done += len(batch)
+        if options.progress:
+            options.progress(spec.spec, done, total)
+
+
+def _salvage(pkg: EvalPackage, spec: ModelSpec, batch: Sequence[dict[str, Any]], questions: Sequence[Question],
+             store: Store, run_id: str) -> int:
+    """Store the rows of a failed batch's items whose answers reached the cache; how many."""
+    assert spec.role is not None
+    keys = [response_cache.cache_key(ROLE, spec.role, Prompt(tuple(q.messages), tuple(q.images))) for q in questions]
+    hits = response_cache.lookup(store, keys)
+    rows = [_row(pkg, spec, it, hit.content, hit.model_reported, "model", hit.seconds, hit.tokens_in, hit.tokens_out,
+                 run_id) for it, key in zip(batch, keys) if (hit := hits.get(key)) is not None]
+    records.write(store, rows)
+    return len(rows)
+
+
+def _row(pkg: EvalPackage, spec: ModelSpec, item: dict[str, Any], reply: str, reported: str, source: str,
+         seconds: float, tokens_in: int, tokens_out: int, run_id: str) -> EvalRow:
+    iid = item["id"]
+    reading, parsed = read_reply(reply, lambda text: pkg.parse(iid, text))
+    valid = reading is not None
+    score = 0.0
+    if valid:
+        try:
+            score = pkg.score(iid, reading)
+        except Exception:  # the package's scorer cannot score what it parsed: invalid
+            valid, reading, parsed = False, None, None
+    try:
+        metrics = pkg.secondary(iid, reading if valid else reply)
+    except Exception:
+        metrics = {}
+    return EvalRow(pkg.label, pkg.digest, spec.spec, spec.key, reported, spec.simulated, iid, item.get("capability"),
+                   item.get("question_type"), reply, reading, json.dumps(parsed, default=str) if valid else None,
+                   valid, float(score), json.dumps(metrics, sort_keys=True, default=str), source, float(seconds),
+                   int(tokens_in), int(tokens_out), run_id, now())
+
+
+# -- the report -------------------------------------------------------------------------------
+
+
+def _group(rows: Sequence[EvalRow], field: str) -> dict[str, dict[str, Any]]:
+    groups: dict[str, list[EvalRow]] = {}
+    for r in rows:
+        groups.setdefault(str(getattr(r, field)), []).append(r)
+    return {k: {"items": len(v), "accuracy": round(sum(r.score for r in v) / len(v), 6),
+                "invalid": sum(not r.valid for r in v)} for k, v in sorted(groups.items())}
+
+
+def summarize(pkg: EvalPackage, spec: ModelSpec, rows: Sequence[EvalRow], *, run_id: str | None = None,
+              reused: int = 0) -> dict[str, Any]:
+    """Accuracy overall, per capability and per question type, the invalid-response rate, the
+    scorer's extra metrics (means over the items reporting them), tokens and time."""
+    n = len(rows)
+    invalid = sum(not r.valid for r in rows)
+    metrics: dict[str, list[float]] = {}
+    for r in rows:
+        for name, value in r.metric_values().items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                metrics.setdefault(name, []).append(float(value))
+    tokens_in, tokens_out = sum(r.tokens_in for r in rows), sum(r.tokens_out for r in rows)
+    return {
+        "package": {"name": pkg.name, "version": pkg.version, "path": str(pkg.path), "digest": pkg.digest,
+                    "scorer": f"{pkg.module}/score.py"},
+        "model": spec.spec,
+        "model_key": spec.key,
+        "models_reported": sorted({r.model_reported for r in rows}),
+        "simulated": spec.simulated,
+        "label": spec.label or "model",
+        "items": n,
+        "valid": n - invalid,
+        "invalid": invalid,
+        "invalid_rate": round(invalid / n, 6) if n else 0.0,
+        "accuracy": round(sum(r.score for r in rows) / n, 6) if n else 0.0,
+        "by_capability": _group(rows, "capability"),
+        "by_question_type": _group(rows, "question_type"),
+        "metrics": {f"mean_{k}": round(sum(v) / len(v), 6) for k, v in sorted(metrics.items())},
+        "tokens": {"in": tokens_in, "out": tokens_out, "total": tokens_in + tokens_out,
+                   "per_item": round((tokens_in + tokens_out) / n, 2) if n else 0.0},
+        "seconds": round(sum(r.seconds for r in rows), 3),
+        "run": {"run_id": run_id, "answered_now": n - reused, "from_store": reused,
+                "from_cache": sum(1 for r in rows if r.source == "cache" and r.run_id == run_id)},
+    }
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as text for a terminal."""
+    tag = f"  [{report['label']}]" if report["simulated"] else ""
+    pkg = report["package"]
+    tokens = report["tokens"]
+    lines = [f"{pkg['name']} {pkg['version']}: {report['model']}{tag}",
+             f"  accuracy {report['accuracy']:.4f} over {report['items']} items; invalid responses "
+             f"{report['invalid']} ({report['invalid_rate']:.1%}); tokens {tokens['total']} "
+             f"({tokens['per_item']:g} per item); {report['run']['answered_now']} answered now, "
+             f"{report['run']['from_store']} from the store"]
+    for title, key in (("capability", "by_capability"), ("question type", "by_question_type")):
+        lines.append(f"  {title:<26} {'items':>6} {'accuracy':>9} {'invalid':>8}")
+        for name, row in report[key].items():
+            lines.append(f"    {name:<24} {row['items']:>6} {row['accuracy']:>9.4f} {row['invalid']:>8}")
+    for name, value in report["metrics"].items():
+        lines.append(f"  {name} {value:.4f}")
+    if report["simulated"]:
+        lines.append("  simulated: a built-in solver answered, not a model")
+    lines.append(f"  report: {report.get('report_path', '-')}")
+    return "\n".join(lines)
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,441 @@
+"""Built-in solvers: deterministic, offline baselines that answer items without a model server.
+
+Every one is *simulated*: its responses are computed here, not by a model, and every output
+that carries them says so. They answer the items a model would see (``items.jsonl`` rows, plus
+each item's answer form); only a solver registered with ``reads_key=True`` is also given the
+answer key, and its label says it reads it.
+
+    random           a uniform guess: one option, a subset, an order, a matching, or a number
+    prior            the most frequent answer position the package publishes (composition.json),
+                     and a typical number for numeric items; no item's answer is read
+    text             a text-only heuristic: the option sharing most words with the question,
+                     the longest one on a tie; the first number the question mentions
+    oracle-noisy     simulated from the answer key: correct except on a set share of each
+                     capability's items (``oracle-noisy:0.2``, ``oracle-noisy:0.2,depth_order=0.5``),
+                     which it answers wrong; reads the key
+
+Names take an argument after a colon (``random:7`` seeds the guess). ``solver(spec)`` builds
+one; ``register`` adds another (gate E's panel uses the same registry).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import re
+import statistics
+import string
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+from forge.errors import UsageError
+from forge.keys import digest
+
+LETTERS = string.ascii_uppercase
+
+# How an answer is given, by the scoring protocol's name (what each built-in protocol parses).
+PROTOCOL_FORMS = {"exact_choice": "option", "yes_no": "option", "interval": "option", "set_match": "options",
+                  "ordered_list": "order", "matching": "matching", "numeric": "number"}
+
+
+def answer_form(protocol: str | None, question_type: str | None = None) -> str:
+    """option, options, order, matching, number or value (any other protocol's free value)."""
+    if protocol in PROTOCOL_FORMS:
+        return PROTOCOL_FORMS[protocol]
+    if question_type:
+        try:
+            from forge.vocabulary import answer_form as registered
+
+            return registered(question_type)
+        except Exception:  # no plugin registers it here: a free value
+            pass
+    return "value"
+
+
+@dataclass(frozen=True)
+class SolverContext:
+    """What a solver may use besides the items. ``keys`` and ``score`` are given only to solvers
+    that read the key (``reads_key``)."""
+
+    seed: int = 0
+    composition: Mapping[str, Any] = field(default_factory=dict)  # the package's published composition
+    keys: Mapping[str, Mapping[str, Any]] | None = None
+    score: Callable[[str, str], float] | None = None  # (item id, response) -> the package scorer's score
+
+
+class Solver(Protocol):
+    name: str  # canonical, with its argument: ``oracle-noisy:0.2``
+    label: str  # what every output shows beside its results
+    reads_key: bool
+
+    def answer(self, items: Sequence[Mapping[str, Any]], context: SolverContext) -> dict[str, str]:
+        """A response per item id. Each item is an ``items.jsonl`` row plus ``form``."""
+        ...
+
+
+@dataclass(frozen=True)
+class SolverInfo:
+    name: str
+    summary: str
+    reads_key: bool
+    make: Callable[[str | None], Solver]
+
+
+SOLVERS: dict[str, SolverInfo] = {}
+
+
+def register(name: str, summary: str, *, reads_key: bool = False) -> Callable:
+    """Register a solver factory ``make(argument or None) -> Solver`` under ``name``."""
+    def wrap(make: Callable[[str | None], Solver]) -> Callable[[str | None], Solver]:
+        if name in SOLVERS and SOLVERS[name].make is not make:
+            raise ValueError(f"built-in solver {name!r} is registered twice")
+        SOLVERS[name] = SolverInfo(name, summary, reads_key, make)
+        return make
+    return wrap
+
+
+def solver(spec: str) -> Solver:
+    """The solver named by ``spec`` (``random``, ``oracle-noisy:0.2``...)."""
+    name, _, arg = spec.partition(":")
+    info = SOLVERS.get(name)
+    if info is None:
+        raise UsageError(f"builtin:{spec}: no such built-in solver; choose one of "
+                         f"{', '.join(sorted(SOLVERS))}")
+    try:
+        return info.make(arg or None)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"builtin:{spec}: {exc}") from None
+
+
+def names() -> list[str]:
+    return sorted(SOLVERS)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _rng(seed: int, *parts: Any) -> random.Random:
+    return random.Random(int(digest(seed, *parts, length=16), 16))
+
+
+def _seed(arg: str | None) -> int:
+    if arg is None:
+        return 0
+    if not re.fullmatch(r"-?\d+", arg):
+        raise ValueError(f"the argument is a seed (an integer), not {arg!r}")
+    return int(arg)
+
+
+def _letters(indices: Sequence[int]) -> str:
+    return ", ".join(LETTERS[i] for i in indices)
+
+
+def _matching(assignment: Sequence[int]) -> str:
+    return ", ".join(f"{LETTERS[i]}={j + 1}" for i, j in enumerate(assignment))
+
+
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x) for x in _NUMBER.findall(text)]
+
+
+def _fmt(x: float) -> str:
+    """A number as plain digits (never an exponent, which scorers read as two numbers)."""
+    if float(x).is_integer():
+        return str(int(x))
+    return f"{x:.6f}".rstrip("0").rstrip(".")
+
+
+def _text(item: Mapping[str, Any]) -> str:
+    return f"{item.get('question', '')} {' '.join(map(str, item.get('options') or []))}"
+
+
+# -- random -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RandomSolver:
+    """A uniform guess. A number is drawn from 0 to twice the largest number the item mentions,
+    or from 0 to 10 when it mentions none."""
+
+    seed: int = 0
+    reads_key: bool = False
+
+    @property
+    def name(self) -> str:
+        return "random" if self.seed == 0 else f"random:{self.seed}"
+
+    label = "simulated: uniform random guess"
+
+    def answer(self, items: Sequence[Mapping[str, Any]], context: SolverContext) -> dict[str, str]:
+        return {it["id"]: self._one(it, _rng(self.seed, "random", it["id"])) for it in items}
+
+    @staticmethod
+    def _one(item: Mapping[str, Any], rng: random.Random) -> str:
+        form, n = item["form"], len(item.get("options") or [])
+        if form == "number" or (form == "value" and not n):
+            top = max((abs(x) for x in _numbers(_text(item))), default=5.0) * 2
+            return _fmt(round(rng.uniform(0, top))) if top >= 2 else _fmt(round(rng.uniform(0, top), 2))
+        if not n:
+            return ""
+        if form == "options":
+            chosen = [i for i in range(n) if rng.random() < 0.5] or [rng.randrange(n)]
+            return _letters(chosen)
+        if form == "order":
+            order = list(range(n))
+            rng.shuffle(order)
+            return _letters(order)
+        if form == "matching":
+            targets = len(item.get("targets") or []) or n
+            picks = list(range(targets))
+            rng.shuffle(picks)
+            return _matching([picks[i % targets] for i in range(n)])
+        if form == "value":
+            return str(item["options"][rng.randrange(n)])
+        return LETTERS[rng.randrange(n)]
+
+
+@register("random", "a uniform random guess")
+def _make_random(arg: str | None) -> Solver:
+    return RandomSolver(_seed(arg))
+
+
+# -- prior ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PriorSolver:
+    """Always the same answer position: the one the package's published composition counts most
+    often among the item's options (``answer_positions``, over every template; position A when
+    it publishes none). Every option of a set or an order in list order; a matching as listed.
+    A number: the median of every number the package's numeric items mention, else 1."""
+
+    positions: Mapping[int, int] | None = None  # answer position -> count (default: the composition's)
+    reads_key: bool = False
+    name: str = "prior"
+    label: str = "simulated: answer-position prior"
+
+    def answer(self, items: Sequence[Mapping[str, Any]], context: SolverContext) -> dict[str, str]:
+        counts = Counter(self.positions) if self.positions is not None else self._published(context.composition)
+        mentioned = [x for it in items if it["form"] == "number" for x in _numbers(_text(it))]
+        typical = statistics.median(mentioned) if mentioned else 1.0
+        out = {}
+        for it in items:
+            form, n = it["form"], len(it.get("options") or [])
+            if form == "number" or not n:
+                out[it["id"]] = _fmt(typical) if form in ("number", "value") else ""
+            elif form in ("options", "order"):
+                out[it["id"]] = _letters(range(n))
+            elif form == "matching":
+                out[it["id"]] = _matching([i % max(1, len(it.get("targets") or [])) for i in range(n)])
+            else:
+                best = max(range(n), key=lambda i: (counts.get(i, 0), -i))
+                out[it["id"]] = LETTERS[best] if form == "option" else str(it["options"][best])
+        return out
+
+    @staticmethod
+    def _published(composition: Mapping[str, Any]) -> Counter:
+        counts: Counter = Counter()
+        for per_template in (composition.get("answer_positions") or {}).values():
+            for pos, n in (per_template or {}).items():
+                if re.fullmatch(r"\d+", str(pos)):
+                    counts[int(pos)] += int(n)
+        return counts
+
+
+@register("prior", "the most frequent published answer position; a typical number")
+def _make_prior(arg: str | None) -> Solver:
+    if arg is not None:
+        raise ValueError("prior takes no argument")
+    return PriorSolver()
+
+
+# -- text only --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextSolver:
+    """Reads the words only: the option sharing the most words with the question (the longest
+    on a tie, then the first); for a set, every option sharing a word (else the best one); for an
+    order, options by that preference; a matching by shared words; the first number the question
+    mentions (else 1)."""
+
+    reads_key: bool = False
+    name: str = "text"
+    label: str = "simulated: text-only heuristic (no images)"
+
+    def answer(self, items: Sequence[Mapping[str, Any]], context: SolverContext) -> dict[str, str]:
+        return {it["id"]: self._one(it) for it in items}
+
+    @staticmethod
+    def _one(item: Mapping[str, Any]) -> str:
+        form, options = item["form"], [str(o) for o in item.get("options") or []]
+        question = set(_WORD.findall(str(item.get("question", "")).lower()))
+        if form == "number" or not options:
+            found = _numbers(str(item.get("question", "")))
+            return _fmt(found[0]) if found else ("1" if form in ("number", "value") else "")
+
+        def pref(i: int) -> tuple[int, int, int]:
+            words = set(_WORD.findall(options[i].lower()))
+            return (len(words & question), len(options[i]), -i)
+
+        ranked = sorted(range(len(options)), key=pref, reverse=True)
+        if form == "options":
+            sharing = [i for i in range(len(options)) if pref(i)[0] > 0]
+            return _letters(sharing or ranked[:1])
+        if form == "order":
+            return _letters(ranked)
+        if form == "matching":
+            targets = [str(t) for t in item.get("targets") or []]
+            if not targets:
+                return _matching(range(len(options)))
+            out = []
+            for o in options:
+                words = set(_WORD.findall(o.lower()))
+                out.append(max(range(len(targets)), key=lambda j: (len(words & set(_WORD.findall(targets[j].lower()))),
+                                                                   -j)))
+            return _matching(out)
+        return LETTERS[ranked[0]] if form == "option" else options[ranked[0]]
+
+
+@register("text", "a text-only heuristic: word overlap, then length")
+def _make_text(arg: str | None) -> Solver:
+    if arg is not None:
+        raise ValueError("text takes no argument")
+    return TextSolver()
+
+
+# -- evidence reading, simulated from the key ---------------------------------------------------
+
+
+def gold_response(key: Mapping[str, Any], form: str) -> str:
+    """A response the key marks correct, in the form the response format asks for."""
+    if form == "number" and key.get("answer_value") is not None:
+        return _fmt(float(key["answer_value"]))
+    if form in ("options", "order") and key.get("answer_indices") is not None:
+        return _letters(key["answer_indices"])
+    if form == "matching" and key.get("answer_indices") is not None:
+        return _matching(key["answer_indices"])
+    if form == "option" and key.get("answer_index") is not None:
+        return LETTERS[int(key["answer_index"])]
+    return str(key.get("answer", ""))
+
+
+def wrong_responses(key: Mapping[str, Any], form: str, rng: random.Random) -> list[str]:
+    """Responses meant to be wrong, in a seeded order (the scorer decides which are)."""
+    options = list(key.get("options") or [])
+    n = len(options)
+    out: list[str] = []
+    if form == "number" and key.get("answer_value") is not None:
+        v = float(key["answer_value"])
+        scoring = key.get("scoring") or {}
+        tol = max(float(scoring.get("abs_tol", 0) or 0), float(scoring.get("rel_tol", 0) or 0) * abs(v))
+        step = max(1.0, math.ceil(2 * tol + 1))
+        out = [_fmt(v + step), _fmt(v - step), _fmt(v * 3 + 50)]
+        rng.shuffle(out)
+    elif form == "option" and n:
+        out = [LETTERS[i] for i in range(n) if i != key.get("answer_index")]
+        rng.shuffle(out)
+    elif form in ("options", "order", "matching") and n:
+        truth = list(key.get("answer_indices") or [])
+        if form == "options":
+            subsets = [list(c) for r in range(1, n + 1) for c in itertools.combinations(range(n), r)]
+            rng.shuffle(subsets)
+            out = [_letters(s) for s in subsets[:24] if set(s) != set(truth)]
+        elif form == "order":
+            orders = [list(p) for p in itertools.islice(itertools.permutations(range(n)), 120)]
+            rng.shuffle(orders)
+            out = [_letters(p) for p in orders[:24] if p != truth]
+        else:
+            targets = len(key.get("targets") or []) or n
+            shifts = [[(j + s) % targets for j in truth] for s in range(1, targets)]
+            rng.shuffle(shifts)
+            out = [_matching(s) for s in shifts]
+    else:
+        out = [str(o) for o in options if str(o) != str(key.get("answer"))]
+        rng.shuffle(out)
+    return out + ["(no answer)"]
+
+
+def _rates(arg: str | None) -> tuple[float, dict[str, float]]:
+    if not arg:
+        raise ValueError("oracle-noisy needs an error rate: oracle-noisy:0.2 or oracle-noisy:0.2,depth_order=0.5")
+    default, per = None, {}
+    for part in arg.split(","):
+        part = part.strip()
+        cap, eq, value = part.rpartition("=")
+        try:
+            rate = float(value)
+        except ValueError:
+            raise ValueError(f"{part!r} is not a rate (a number from 0 to 1)") from None
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"the error rate {rate:g} is not between 0 and 1")
+        if eq:
+            per[cap.strip()] = rate
+        elif default is None:
+            default = rate
+        else:
+            raise ValueError("give one default rate, then capability=rate pairs")
+    return (0.0 if default is None else default), per
+
+
+@dataclass(frozen=True)
+class NoisyOracle:
+    """Answers from the key, wrong on exactly round(rate x n) of each capability's n items (the
+    items are picked by a seeded hash of their ids), so its accuracy per capability is 1 - rate
+    up to rounding. Simulated: it reads the answer key."""
+
+    rate: float
+    per_capability: Mapping[str, float] = field(default_factory=dict)
+    seed: int = 0
+    reads_key: bool = True
+
+    @property
+    def name(self) -> str:
+        parts = [f"{self.rate:g}"] + [f"{c}={r:g}" for c, r in sorted(self.per_capability.items())]
+        return "oracle-noisy:" + ",".join(parts)
+
+    @property
+    def label(self) -> str:
+        return "simulated: reads the answer key, wrong at set per-capability rates"
+
+    def rate_for(self, capability: str) -> float:
+        return self.per_capability.get(capability, self.rate)
+
+    def answer(self, items: Sequence[Mapping[str, Any]], context: SolverContext) -> dict[str, str]:
+        if context.keys is None:
+            raise ValueError(f"{self.name} reads the answer key, and none was given")
+        by_cap: dict[str, list[Mapping[str, Any]]] = {}
+        for it in items:
+            by_cap.setdefault(str(it.get("capability")), []).append(it)
+        wrong: set[str] = set()
+        for cap, group in by_cap.items():
+            order = sorted(group, key=lambda it: digest(self.seed, "oracle-noisy", it["id"]))
+            wrong |= {it["id"] for it in order[:round(self.rate_for(cap) * len(group))]}
+        out = {}
+        for it in items:
+            key, form = context.keys[it["id"]], it["form"]
+            if it["id"] not in wrong:
+                gold = gold_response(key, form)
+                if context.score is not None and context.score(it["id"], gold) < 1.0:
+                    alt = str(key.get("answer", ""))  # a protocol that reads the answer text
+                    gold = alt if context.score(it["id"], alt) > context.score(it["id"], gold) else gold
+                out[it["id"]] = gold
+                continue
+            candidates = wrong_responses(key, form, _rng(self.seed, "oracle-wrong", it["id"]))
+            if context.score is not None:
+                candidates = [c for c in candidates if context.score(it["id"], c) == 0.0] or candidates[-1:]
+            out[it["id"]] = candidates[0]
+        return out
+
+
+@register("oracle-noisy", "simulated evidence reader: the key, wrong at set per-capability rates",
+          reads_key=True)
+def _make_oracle(arg: str | None) -> Solver:
+    default, per = _rates(arg)
+    return NoisyOracle(default, per)
