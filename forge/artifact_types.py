@@ -27,6 +27,10 @@ class ArtifactContent(BaseModel):
         cls.TYPE = cls.__name__
         ARTIFACT_TYPES[cls.__name__] = cls
 
+    def summary(self) -> str:
+        """One line for `forge audit`: what this artifact is."""
+        return self.TYPE
+
 
 ARTIFACT_TYPES: dict[str, type[ArtifactContent]] = {}
 
@@ -72,6 +76,8 @@ class Blueprint(ArtifactContent):
 
 # --- S2 ---------------------------------------------------------------------------------
 
+    def summary(self) -> str:
+        return f"{self.name} {self.version}: {self.items_target} items, {self.capabilities}"
 
 class ObjectSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -140,6 +146,8 @@ class SceneSpec(ArtifactContent):
     bodies: list[BodySpec] = Field(default_factory=list)
     support_height: float = Field(0.626, description="height objects are dropped onto when they give no z")
 
+    def summary(self) -> str:
+        return f"scene {self.scene_index} seed {self.seed}: {', '.join(o.name for o in self.objects)}"
 
 class ViewRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -187,6 +195,8 @@ class SourceRecord(ArtifactContent):
     objects: list[ObjectState]
     bodies: dict[str, str] = Field(default_factory=dict, description="static body name -> category (floor, table, tray)")
 
+    def summary(self) -> str:
+        return f"{self.simulator} scene {self.scene_index}: {len(self.views)} views, {len(self.objects)} objects"
 
 class ImageUnit(ArtifactContent):
     """One unit of a real-image folder: a DOTA tile, a frame sequence or a stereo pair."""
@@ -204,6 +214,9 @@ class ImageUnit(ArtifactContent):
     order: list[float] = Field(default_factory=list, description="capture order of each file (frame numbers)")
     sides: list[str] = Field(default_factory=list, description="stereo side of each file (left, right)")
 
+    def summary(self) -> str:
+        crop = f" crop {self.crop}" if self.crop else ""
+        return f"{self.adapter} {self.kind} {self.unit_index}: {', '.join(self.files)}{crop}"
 
 class ImageLabel(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -234,6 +247,8 @@ class ImageRecord(ArtifactContent):
 
 # --- S3 ---------------------------------------------------------------------------------
 
+    def summary(self) -> str:
+        return f"{self.adapter} unit {self.unit_index}: {len(self.views)} views, {len(self.labels)} labels"
 
 class ObjectViewFact(BaseModel):
     """What one view shows of one object, measured from simulator ground truth."""
@@ -303,6 +318,8 @@ class EvidenceRecord(ArtifactContent):
 
 # --- S4 ---------------------------------------------------------------------------------
 
+    def summary(self) -> str:
+        return f"scene {self.scene_index}: {len(self.facts)} facts from source {self.source[:12]}"
 
 class Template(ArtifactContent):
     """An expert question template: evidence slots, answer rule, options, realizations."""
@@ -324,6 +341,8 @@ class Template(ArtifactContent):
     file: str
     file_hash: str
 
+    def summary(self) -> str:
+        return f"{self.id} v{self.version} ({self.file})"
 
 class Binding(ArtifactContent):
     """A template's slots filled with registered evidence, and the answer those facts imply."""
@@ -341,6 +360,8 @@ class Binding(ArtifactContent):
     presentation: dict[str, Any] = Field(description="what realization needs: texts, option rules, media sources, markers")
     position_seed: int = Field(0, description="picks the option order; cycles over a template's bindings")
 
+    def summary(self) -> str:
+        return f"{self.template} slots={self.slots} answer={self.answer}"
 
 class MediaRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -384,6 +405,8 @@ class OEItem(ArtifactContent):
     def values(self) -> list[str]:
         return self.option_values or self.options
 
+    def summary(self) -> str:
+        return f"{self.question} -> {self.answer}"
 
 class Package(ArtifactContent):
     """A release: file name -> blob hash, counts, and the manifest."""

@@ -73,23 +73,12 @@ def repair_history(store: Store, ids: list[str]) -> list[dict[str, Any]]:
 
 
 def _summarize(type_name: str, content: dict[str, Any]) -> str:
-    if type_name == "OEItem":
-        return f"{content['question']} -> {content['answer']}"
-    if type_name == "Binding":
-        return f"{content['template']} slots={content['slots']} answer={content['answer']}"
-    if type_name == "Template":
-        return f"{content['id']} v{content['version']} ({content['file']})"
-    if type_name == "EvidenceRecord":
-        return f"scene {content['scene_index']}: {len(content['facts'])} facts from source {content['source'][:12]}"
-    if type_name == "SourceRecord":
-        return f"{content['simulator']} scene {content['scene_index']}: {len(content['views'])} views, {len(content['objects'])} objects"
-    if type_name == "ImageUnit":
-        crop = f" crop {content['crop']}" if content.get("crop") else ""
-        return f"{content['adapter']} {content['kind']} {content['unit_index']}: {', '.join(content['files'])}{crop}"
-    if type_name == "ImageRecord":
-        return f"{content['adapter']} unit {content['unit_index']}: {len(content['views'])} views, {len(content['labels'])} labels"
-    if type_name == "SceneSpec":
-        return f"scene {content['scene_index']} seed {content['seed']}: {', '.join(o['name'] for o in content['objects'])}"
-    if type_name == "Blueprint":
-        return f"{content['name']} {content['version']}: {content['items_target']} items, {content['capabilities']}"
-    return type_name
+    """The artifact type's own one-line summary (what it is, where it came from)."""
+    from forge.artifact_types import content_type
+    from forge.registry import load_plugins
+
+    load_plugins()  # plugins define their artifact types
+    try:
+        return content_type(type_name).model_validate(content).summary()
+    except Exception:  # a record this code can no longer read: its type name is all we can say
+        return type_name

@@ -100,7 +100,8 @@ def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[
             policy = loaded.intent.repair
             repair = RepairLoop(store, executor, workflow,
                                 RepairSettings(policy.budget, policy.escalate_after), build_id,
-                                guard=_guard(contracts, gates), skills=track(loaded.intent.track).repair_skills)
+                                guard=_guard(contracts, gates), skills=track(loaded.intent.track).repair_skills,
+                                routes=track(loaded.intent.track).repair_routes)
         roles = RoleContext(client, loaded.intent.models)
         runner = track(loaded.intent.track).runner(workflow, executor, store, gates, progress, log, sources,
                                                    repair=repair, ablate=options.ablate, models=roles)

@@ -365,11 +365,14 @@ def reverify(package: str, store: str | None, intent: str | None, as_json: bool)
         from forge.registry import lookup
         from forge.store import DB_NAME, Store
 
-        reverify_package = lookup("reverifier", "oe")
-
         target = Path(package)
         if not (target / "manifest.json").exists():
             raise UsageError(f"{target}: not a package (no manifest.json)")
+        try:
+            track_name = json.loads((target / "manifest.json").read_text()).get("track", "oe")
+        except (OSError, ValueError, AttributeError):
+            track_name = "oe"
+        reverify_package = lookup("reverifier", track_name)
         store_dir = _store_for(store, intent)
         if not (store_dir / DB_NAME).exists():
             raise UsageError(f"{store_dir}: no forge store there; pass --store DIR (the store the package was "
@@ -539,21 +542,35 @@ def intent_schema(output: str | None) -> None:
 
 @main.command("eval")
 @click.argument("package", type=click.Path())
-@click.option("--model", "models", multiple=True, required=True,
+@click.option("--model", "models", multiple=True,
               help="builtin:NAME (random, prior, text, oracle-noisy:RATE; simulated), BASE_URL@MODEL (an "
                    "OpenAI-compatible endpoint) or @FILE.yaml (a model role); repeatable")
+@click.option("--agent", "agents", multiple=True,
+              help="for an IE package: reference, random[:SEED], greedy, BASE_URL@MODEL or @FILE.yaml; repeatable")
 @click.option("--store", type=click.Path(file_okay=False), help="where responses are stored (default: PACKAGE/.eval)")
 @click.option("--limit", type=click.IntRange(min=1), help="only the first N items")
 @click.option("--json", "as_json", is_flag=True, help="print the reports as JSON")
-def eval_(package: str, models: tuple[str, ...], store: str | None, limit: int | None, as_json: bool) -> None:
+def eval_(package: str, models: tuple[str, ...], agents: tuple[str, ...], store: str | None, limit: int | None,
+          as_json: bool) -> None:
     """Run models on PACKAGE's items, score the replies with its own scorer, and report accuracy
     per capability and question type. Stopped runs resume: answered items are not asked again."""
     def run() -> None:
         from forge.evaluation import EvalOptions, evaluate, load_package, parse_spec, render
         from forge.models import ModelError
 
-        pkg = load_package(package)
-        specs = [parse_spec(m) for m in models]  # every spec checked before any model is asked
+        from forge.evaluation.run import track_evaluator
+
+        if not models and not agents:
+            raise UsageError("give --model SPEC (a package of question items) or --agent SPEC (an IE package)")
+        by_track = track_evaluator(package)
+        if by_track is not None:  # episodes: every --agent and --model is an agent
+            pkg, specs = by_track.load(package), [by_track.parse_agent(a) for a in (*agents, *models)]
+        elif agents:
+            raise UsageError(f"{package}: --agent runs the episodes of an IE package; this one is not (its "
+                             "manifest does not say track ie)")
+        else:
+            pkg = load_package(package)
+            specs = [parse_spec(m) for m in models]  # every spec checked before any model is asked
 
         def progress(model: str, done: int, total: int) -> None:
             if not as_json:

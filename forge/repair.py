@@ -107,12 +107,15 @@ class RepairLoop:
     """One instance per build; ``round`` is called by the stage graph until nothing is pending."""
 
     def __init__(self, store: Store, executor: Executor, workflow: Any, settings: RepairSettings,
-                 build_id: str, guard: str, skills: dict[str, str] | None = None) -> None:
+                 build_id: str, guard: str, skills: dict[str, str] | None = None,
+                 routes: dict[str, tuple[str, str | None]] | None = None) -> None:
         self.store = store
         self.executor = executor
         self.workflow = workflow
         # The track's skills for each operator step: local_field_item, local_field_binding, rebind, resynthesize_item.
         self.skills = skills or {}
+        # Failure category -> operators: the engine's, and those the track adds for its own categories.
+        self.routes = {**ROUTES, **(routes or {})}
         self.nodes: dict[str, WorkflowNode] = {n.role: n for n in workflow.nodes}
         # What sources' own skills produce is registered evidence: never edited, only rebuilt by its producer.
         self.evidence_types = {n.skill.output for n in workflow.nodes if n.source is not None}
@@ -141,7 +144,7 @@ class RepairLoop:
             category = self._category(req, detail)
             prior = json.loads(meta.get(aid) or "{}").get("repair", {})
             attempt = int(prior.get("attempt", 0)) + 1
-            operator = ROUTES.get(category, ("final_rejection", None))[0]
+            operator = self.routes.get(category, ("final_rejection", None))[0]
             if attempt > self.settings.budget:
                 operator, detail = "final_rejection", f"repair budget of {self.settings.budget} spent; {detail}"
             out.append(Diagnosis(
@@ -175,7 +178,7 @@ class RepairLoop:
         for d in diags:
             groups.setdefault((d.category, d.producer, d.template), []).append(d)
         for (category, producer, template), members in groups.items():
-            escalation = ROUTES.get(category, (None, None))[1]
+            escalation = self.routes.get(category, (None, None))[1]
             live = [d for d in members if d.operator != "final_rejection"]
             if escalation and len(live) >= self.settings.escalate_after and all(d.attempt == 1 for d in live):
                 gid = digest(category, producer, template, sorted(d.artifact for d in live), length=12)
@@ -185,8 +188,10 @@ class RepairLoop:
 
     # -- one round ------------------------------------------------------------------------
 
-    def round(self, failures: dict[str, tuple[str, str]], verified_templates: list[str]) -> dict[str, Any]:
-        """Diagnose and repair; returns new verified items and the artifacts they replace."""
+    def round(self, failures: dict[str, tuple[str, str]], context: dict[str, list[str]]) -> dict[str, Any]:
+        """Diagnose and repair; returns new verified items and the artifacts they replace.
+        ``context``: what the workflow's nodes below a repaired artifact take besides it (the
+        verified templates, by type)."""
         self.rounds += 1
         diags = self.diagnose(failures)
         self.handled |= {d.artifact for d in diags}
@@ -202,7 +207,7 @@ class RepairLoop:
                 produced = self._apply(operator, members)
                 rec.new = self._replacements(produced.verified + produced.rejected)
                 fresh = [a for a in produced.verified if a in set(rec.new)]
-                items, rebuilt = self._rebuild_descendants(fresh, verified_templates, {
+                items, rebuilt = self._rebuild_descendants(fresh, context, {
                     "operator": f"rebuild after {operator}", "violated": sorted({d.requirement for d in members}),
                     "attempt": max(d.attempt for d in members), "root": members[0].root})
                 rec.rebuilt = rec.new + rebuilt
@@ -283,7 +288,7 @@ class RepairLoop:
             invs.append(self.executor.invocation(node, run["inputs"], run["params"], repair=info, seed_key=run_key))
         return invs
 
-    def _rebuild_descendants(self, new_ids: list[str], templates: list[str],
+    def _rebuild_descendants(self, new_ids: list[str], context: dict[str, list[str]],
                              info: dict[str, Any]) -> tuple[list[str], list[str]]:
         """Run the workflow below freshly repaired artifacts; returns (new items, all rebuilt ids).
 
@@ -296,7 +301,6 @@ class RepairLoop:
             fresh.setdefault(ex.load(aid).TYPE, []).append(aid)
         rebuilt: list[str] = []
         items = list(fresh.get(self.item_type, []))
-        context = {"Template": templates}  # what descendants take besides the fresh artifacts
         # Walk the workflow graph in topological order: every node that consumes a fresh type runs on the
         # fresh artifacts (and the context), and what it makes is fresh for the nodes below. Nodes
         # that gather a whole type (the package) are left to the stage loop.

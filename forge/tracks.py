@@ -38,8 +38,10 @@ class Track:
     node_fanout: Callable[[str, Any], list[dict[str, Any]] | None] = lambda role, loaded: None
     # Raises a CompositionError when the intent asks for what the track cannot build from its sources.
     check_intent: Callable[[Any], None] = lambda loaded: None
-    # Repair operators' skills by operator step (see forge.repair).
+    # Repair operators' skills by operator step, and routes for the track's own failure categories
+    # (category -> operator, escalation; see forge.repair).
     repair_skills: dict[str, str] = field(default_factory=dict)
+    repair_routes: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     # The intent section holding what this track should build, and its schema.
     section: str | None = None
     section_model: type | None = None

@@ -175,4 +175,19 @@ class ImageFolderSource(SourceSpec):
         return {cap: adapter.completeness_note for cap in capabilities if cap in adapter.rules_out}
 
 
-BUILTIN_SOURCES = (TabletopSource, RoomSource, GroundSource, ImageFolderSource)
+class HouseholdSource(SourceSpec):
+    """Household scenes from real AI2-THOR metadata dumps and ALFRED trials, their initial states
+    varied by moving objects among receptacles that may hold them."""
+
+    FOLDERS: ClassVar[tuple[str, ...]] = ("data_root",)
+
+    kind: Literal["household"]
+    data_root: str = Field(description="folder holding ai2thor/ (THOR dumps) and alfred/ (trials and layouts), "
+                                       "relative to the intent file")
+    floor_plans: list[int] | None = Field(None, description="only these floor plans (all the data holds when absent)")
+    moves: int = Field(4, ge=0, le=20, description="objects a variation moves among compatible receptacles")
+    scenes: int | None = Field(None, ge=1, le=5000, description="scene units (a floor plan and a variation); derived "
+                                                               "from ie.tasks when absent")
+
+
+BUILTIN_SOURCES = (TabletopSource, RoomSource, GroundSource, ImageFolderSource, HouseholdSource)

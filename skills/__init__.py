@@ -1,5 +1,6 @@
 """Built-in skills, grouped by stage (``collect``, ``structure``, ``synthesize``, ``verify``,
-``package``, ``repair``) and the Offline-EQA track that uses them (``oe``).
+``package``, ``repair``), the Offline-EQA track that uses them (``oe``) and the Interactive
+Embodied track (``ie``).
 
 Importing this package (the ``builtin`` plugin) registers the skills, contract checks, answer
 rules and planted faults of its modules, and registers with the engine what it looks up by
@@ -25,6 +26,9 @@ from forge_skills.verify import checks, reverify  # noqa: E402,F401  (contract p
 from forge_skills.package import oe_package, scorer  # noqa: E402,F401
 from forge_skills.repair import fault_mutators, operators  # noqa: E402,F401  (repair operators, planted faults)
 from forge_skills.oe import track, vocabulary  # noqa: E402,F401  (the OE track; capabilities, question types)
+from forge_skills.ie import (blueprint as ie_blueprint, checks as ie_checks, package as ie_package,  # noqa: E402,F401
+                             repair as ie_repair, reverify as ie_reverify, evaluation as ie_evaluation, scenes as ie_scenes, synthesis as ie_synthesis,
+                             templates as ie_templates, track as ie_track)  # (the IE track)
 
 for _source in BUILTIN_SOURCES:
     register("source_kind", _source.model_fields["kind"].annotation.__args__[0], _source)
@@ -37,5 +41,7 @@ register("template_library", "builtin", templates.template_refs)
 register("template_dir", "builtin", templates.builtin_root())
 register("template_catalogue", "builtin", templates.template_catalogue)
 register("reverifier", "oe", reverify.reverify_package)
+register("reverifier", "ie", ie_reverify.reverify_ie_package)
+register("package_evaluator", "ie", ie_evaluation)
 register("contract_dir", "builtin", Path(str(importlib.resources.files("forge_contracts"))))
 register("resource_dir", "builtin", Path(str(importlib.resources.files("forge_resources"))))

@@ -54,9 +54,23 @@ def report_path(package: EvalPackage, spec: ModelSpec, store_dir: Path | None) -
     return Path(store_dir) / "reports" / package.label / f"{spec.slug}.json"
 
 
+def track_evaluator(package: Any) -> Any:
+    """The registered evaluator of the package's track (``package_evaluator:<track>``), if its
+    track evaluates packages its own way; None for question items."""
+    from forge.registry import entries
+
+    for evaluator in entries("package_evaluator").values():
+        if evaluator.is_package(package):
+            return evaluator
+    return None
+
+
 def evaluate(package: str | Path | EvalPackage, model: str | ModelSpec, options: EvalOptions | None = None,
              *, store: Store | None = None, client: ModelClient | None = None) -> dict[str, Any]:
     """Evaluate one model on a package and return its report (also written as JSON)."""
+    by_track = track_evaluator(package)
+    if by_track is not None:  # a track that evaluates its packages otherwise (IE: the model runs episodes)
+        return by_track.evaluate(package, model, options, store=store, client=client)
     options = options or EvalOptions()
     pkg = package if isinstance(package, EvalPackage) else load_package(package)
     spec = model if isinstance(model, ModelSpec) else parse_spec(model)
@@ -233,6 +247,11 @@ def summarize(pkg: EvalPackage, spec: ModelSpec, rows: Sequence[EvalRow], *, run
 
 def render(report: dict[str, Any]) -> str:
     """The report as text for a terminal."""
+    from forge.registry import entries
+
+    by_track = entries("package_evaluator").get(str(report.get("track", "")))
+    if by_track is not None:
+        return by_track.render(report)
     tag = f"  [{report['label']}]" if report["simulated"] else ""
     pkg = report["package"]
     tokens = report["tokens"]

@@ -470,7 +470,7 @@ class StageRunner(WorkflowRunner):
         if self.repair.rounds == 0:
             self.verified_before_repair = self._verified_in_build()
         failures = self._pending_failures()
-        outcome = self.repair.round(failures, state["ids"]["Template"])
+        outcome = self.repair.round(failures, {"Template": state["ids"]["Template"]})
         self._replaced |= set(outcome["replaced"])
         if self.repair.guard != self._guard():
             from forge.repair import RepairInvariantError

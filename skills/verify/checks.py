@@ -581,7 +581,9 @@ def package_resolvable(pkg: Package, ctx: CheckContext) -> Outcome:
         problems.append("manifest does not list exactly the package files")
     if next(iter(manifest)) != "format_version":
         problems.append("manifest does not start with format_version")
-    items = ctx.store.get_blob(pkg.files["items.jsonl"]).decode().count("\n")
-    if items != pkg.counts.get("items"):
-        problems.append(f"items.jsonl has {items} lines, counts say {pkg.counts.get('items')}")
+    for listing, count in (("items.jsonl", "items"), ("tasks.jsonl", "tasks")):  # what the track releases
+        if listing in pkg.files:
+            lines = ctx.store.get_blob(pkg.files[listing]).decode().count("\n")
+            if lines != pkg.counts.get(count):
+                problems.append(f"{listing} has {lines} lines, counts say {pkg.counts.get(count)}")
     return Outcome(not problems, "; ".join(problems))
