@@ -121,8 +121,16 @@ class LoadedIntent(BaseModel):
     def construction(self) -> dict[str, Any]:
         """The intent without its model roles: what the artifacts are built from. Which model
         fills a role reaches only the artifacts that role makes (a changed judge re-judges,
-        nothing else is rebuilt)."""
-        return {k: v for k, v in self.raw.items() if k != "models"}
+        nothing else is rebuilt). Source folders are resolved, so an intent copied elsewhere that
+        names the same data builds the same artifacts, and one naming other data does not."""
+        out = {k: v for k, v in self.raw.items() if k != "models"}
+        if isinstance(out.get("sources"), list):
+            out["sources"] = [self._located(entry, src) for entry, src in zip(out["sources"], self.intent.sources)]
+        return out
+
+    def _located(self, entry: Any, source: Any) -> Any:
+        folders = {f: str(self.resolve(getattr(source, f))) for f in type(source).FOLDERS if getattr(source, f, None)}
+        return {**entry, **folders} if isinstance(entry, dict) and folders else entry
 
     def resolve(self, relative: str) -> Path:
         return (self.path.parent / relative).resolve()

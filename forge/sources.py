@@ -31,7 +31,7 @@ class SourceSpec(BaseModel):
     # A kind may define ``views`` (a field or property): views or frames per unit, which sizes
     # the unit count from the item target (1 when absent).
 
-    def fixed_units(self, base_dir: Path, entry: dict[str, Any]) -> int | None:
+    def fixed_units(self, entry: dict[str, Any]) -> int | None:
         """The unit count when the source decides it (a folder's contents), else None."""
         return None
 

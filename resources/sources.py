@@ -157,10 +157,10 @@ class ImageFolderSource(SourceSpec):
             raise ValueError(f"tile_overlap ({self.tile_overlap}) must be smaller than tile ({self.tile})")
         return self
 
-    def fixed_units(self, base_dir: Path, entry: dict[str, Any]) -> int | None:
+    def fixed_units(self, entry: dict[str, Any]) -> int | None:
         from forge_resources.image_folder import adapter_for
 
-        root = base_dir / self.root
+        root = Path(self.root)  # resolved from the intent's folder by the planner
         entry["root"] = str(root.resolve())
         return len(adapter_for(self.adapter).units(root, entry))
 

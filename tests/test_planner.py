@@ -102,3 +102,24 @@ def test_cli_templates_lists_capability_question_type_and_sources():
     bad = subprocess.run([sys.executable, "-m", "forge.cli", "templates", "--source", "nope"], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "unknown resource kind 'nope'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_blueprint_does_not_depend_on_where_the_intent_lies(tmp_path):
+    """Two copies of an intent naming the same data (one relatively, one absolutely) from different
+    folders plan the same blueprint, so they build the same package; other data plans another."""
+    from forge.registry import lookup
+
+    data = tmp_path / "data" / "frames"
+    data.mkdir(parents=True)
+    (data / "frame_0001.png").write_bytes(b"\x89PNG")
+    source = {"kind": "image_folder", "adapter": "frames", "root": "../data/frames"}
+    near = write_intent(tmp_path / "near", sources=[source])
+    far = write_intent(tmp_path / "far" / "deeper", sources=[{**source, "root": str(data)}])
+    other = tmp_path / "other" / "frames"
+    other.mkdir(parents=True)
+    elsewhere = write_intent(tmp_path / "elsewhere", sources=[{**source, "root": str(other)}])
+    params = lookup("track", "oe").node_params
+    a, b, c = (params("blueprint", load_intent(p)) for p in (near, far, elsewhere))
+    assert a == b
+    assert a["intent"]["sources"][0]["root"] == str(data.resolve())
+    assert c != a

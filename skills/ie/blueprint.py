@@ -20,7 +20,6 @@ TASKS_PER_UNIT = 6  # tasks one scene unit yields across the library (measured),
 
 class IEBlueprintParams(BaseModel):
     intent: dict[str, Any]
-    base_dir: str | None = None
     folder_listing: str | None = None
 
 
@@ -33,7 +32,7 @@ def ie_blueprint(ctx: SkillContext) -> list[IEBlueprint]:
     sources = []
     for src in intent.sources:
         entry = src.model_dump(mode="json")
-        root = (Path(ctx.params.base_dir or ".") / src.data_root).resolve()
+        root = Path(src.data_root).resolve()  # resolved from the intent's folder by the planner
         entry["data_root"] = str(root)
         entry["pool"] = scene_pool(root, src.floor_plans)
         if not entry["pool"]:

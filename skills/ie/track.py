@@ -57,7 +57,7 @@ class IESpec(BaseModel):
 def node_params(role: str, loaded: LoadedIntent) -> dict[str, Any]:
     if role != "blueprint":
         return {}
-    params: dict[str, Any] = {"intent": loaded.construction, "base_dir": str(loaded.path.parent)}
+    params: dict[str, Any] = {"intent": loaded.construction}
     folders = intent_folders(loaded)
     if folders:
         params["folder_listing"] = folder_listing(folders)

@@ -92,13 +92,13 @@ def _known(value: list[str], known: dict[str, Any], what: str) -> list[str]:
 def node_params(role: str, loaded: LoadedIntent) -> dict[str, Any]:
     if role != "blueprint":
         return {}
-    # Folder sources are read relative to the intent; simulated ones do not depend on where it lies.
+    # Folder sources arrive resolved in the construction (see LoadedIntent.construction).
     # A folder's listing (names, sizes, modification times) is part of the blueprint's identity,
     # so adding or replacing a file re-plans the units instead of reusing a stale plan.
     folders = intent_folders(loaded)
     params: dict[str, Any] = {"intent": loaded.construction}
     if folders:
-        params.update({"base_dir": str(loaded.path.parent), "folder_listing": folder_listing(folders)})
+        params["folder_listing"] = folder_listing(folders)
     if loaded.chosen_by:
         params["chosen_by"] = loaded.chosen_by
     return params

@@ -168,13 +168,55 @@ def _marked_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[st
     return labels[list(slots["marked"]).index(answer)], {**d, "labels": dict(zip(labels, slots["marked"]))}
 
 
+def separated_pairs(ft: FactTable, view: int, names: list[str], min_px: float,
+                    value_field: str | None = None, min_margin: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Ordered index pairs (row-major, as itertools.permutations yields them) of objects with
+    clear labels whose centres are at least ``min_px`` apart and, given a field, whose values
+    differ by at least ``min_margin``; and which of them are near a threshold. Pairs outside are
+    certain to fail; pairs near a threshold need the exact derivation."""
+    if len(names) < 2:
+        return np.zeros((0, 2), dtype=int), np.zeros(0, dtype=bool)
+    centers = [ft.fact(o, view).center_2d for o in names]
+    ok = np.array([c is not None and ft.label_ok(o) for o, c in zip(names, centers)])
+    xy = np.array([c if c is not None else (np.nan, np.nan) for c in centers], dtype=float)
+    gap = np.hypot(xy[:, None, 0] - xy[None, :, 0], xy[:, None, 1] - xy[None, :, 1])
+    keep = ok[:, None] & ok[None, :] & (gap >= min_px - 1e-6)
+    near = gap < min_px + 1e-6
+    if value_field is not None:
+        vals = np.array([np.nan if (v := ft.value(o, view, value_field)) is None else v for o in names], dtype=float)
+        diff = np.abs(vals[:, None] - vals[None, :])
+        keep &= diff >= min_margin - 1e-9
+        near |= diff < min_margin + 1e-9
+    np.fill_diagonal(keep, False)
+    pairs = np.argwhere(keep)
+    return pairs, near[pairs[:, 0], pairs[:, 1]]
+
+
 def _marked_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
-    visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
+    rule = tpl["answer_rule"]
+    min_vis = _adm(tpl, "min_visible_pixels", 1)
+    visible = [o for o in ft.visible(view, int(min_vis)) if ft.fact(o, view).visible_pixels >= min_vis]
+    if tpl["admission"].get("same_category") or len(tpl["options"].get("labels", ["A", "B"])) != 2:
+        near_all = True  # rare settings: every pair takes the exact derivation
+    else:
+        near_all = False
+    pairs, near = separated_pairs(ft, view, visible, _adm(tpl, "min_separation_px", 0), rule["field"],
+                                  _adm(tpl, "min_margin", 0.0))
+    labels = tpl["options"].get("labels", ["A", "B"])
+    values = {o: ft.value(o, view, rule["field"]) for o in visible}
+    pick_max = rule.get("pick", "min") == "max"
     out = []
-    for a, b in itertools.permutations(visible, 2):
-        answer, d = _marked_derive(ft, view, {"marked": [a, b]}, tpl)
-        if answer is not None:
-            out.append(Candidate({"marked": [a, b]}, answer, d["margin"], d["values"]))
+    for (i, j), borderline in zip(pairs.tolist(), near.tolist()):
+        a, b = visible[i], visible[j]
+        if borderline or near_all:
+            answer, d = _marked_derive(ft, view, {"marked": [a, b]}, tpl)
+            if answer is not None:
+                out.append(Candidate({"marked": [a, b]}, answer, d["margin"], d["values"]))
+            continue
+        # Clearly admissible (as _marked_derive would find): the answer is the extreme of the two.
+        va, vb = values[a], values[b]
+        first = (va > vb) if pick_max else (va < vb)
+        out.append(Candidate({"marked": [a, b]}, labels[0] if first else labels[1], abs(va - vb), {a: va, b: vb}))
     return out
 
 

@@ -21,7 +21,6 @@ ITEMS_PER_VIEW_ESTIMATE = 5.5
 
 class BlueprintParams(BaseModel):
     intent: dict[str, Any]
-    base_dir: str | None = None
     folder_listing: str | None = None  # identity of image folders' contents (see the planner)
     chosen_by: dict[str, list[str]] | None = None  # capability -> why a model role chose it
 
@@ -37,7 +36,7 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
         if entry.get("items") is None:
             entry.pop("items", None)  # not set: the blueprint (and every id below it) stays as without the field
         entry["scenes_given"] = entry.get("scenes") is not None
-        fixed = src.fixed_units(Path(ctx.params.base_dir or "."), entry)
+        fixed = src.fixed_units(entry)
         if fixed is not None:
             entry["scenes"] = fixed
             entry["scenes_given"] = True  # the source decides; more units cannot be made

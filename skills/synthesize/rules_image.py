@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from forge_skills.synthesize.answer_rules import Candidate, Derivation, FactTable, Rule, _adm, register
+from forge_skills.synthesize.answer_rules import (Candidate, Derivation, FactTable, Rule, _adm, register,
+                                                  separated_pairs)
 from forge_skills.synthesize.rules_scene import plural
 
 
@@ -53,11 +54,15 @@ def _marked_distance_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl
 def _marked_distance_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
     visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
     out = []
-    for a, b in itertools.combinations(visible, 2):
-        answer, d = _marked_distance_derive(ft, view, {"marked": [a, b]}, tpl)
+    for i, j in separated_pairs(ft, view, visible, _adm(tpl, "min_separation_px", 0))[0].tolist():
+        if i > j:  # unordered pairs, in itertools.combinations order
+            continue
+        answer, d = _marked_distance_derive(ft, view, {"marked": [visible[i], visible[j]]}, tpl)
         if answer is not None:
-            out.append(Candidate({"marked": [a, b]}, answer, d["distance_m"], d))
-    return out[:200]
+            out.append(Candidate({"marked": [visible[i], visible[j]]}, answer, d["distance_m"], d))
+            if len(out) == 200:
+                break
+    return out
 
 
 def _category_grounding_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
