@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from forge.artifact_types import OEItem
+from forge.models.errors import ModelOutputError
 from forge.models.roles import RoleContext
 from forge_skills.verify.blind_solvers import _key, binomial_tail
 
@@ -218,22 +219,33 @@ def judge(models: RoleContext, store: Any, accepted: dict[str, OEItem], blueprin
     per_judge: dict[str, Any] = {}
     for name, role in members.items():
         items: dict[str, dict[str, Any]] = {}
+        # A judge whose replies stay invalid after its retries is reported, not fatal: the rubric
+        # is auxiliary. An unreachable endpoint still stops the build (the next run resumes).
+        invalid: dict[str, str] = {}
         for template, ids in samples.items():
             text = "\n\n".join(item_text(i, accepted[i], key=True) for i in ids)
             messages = [{"role": "system", "content": _rubric_instructions()},
                         {"role": "user", "content": f"Template {template}. Score each item.\n\n{text}"}]
             images = [img for i in ids for img in _images(store, accepted[i])] if role.vision else []
-            out = models.client.ask(name, role, messages, ItemRubrics, stage="S5", artifact=f"template:{template}",
-                                    images=images).output
+            try:
+                out = models.client.ask(name, role, messages, ItemRubrics, stage="S5", artifact=f"template:{template}",
+                                        images=images).output
+            except ModelOutputError as exc:
+                invalid[f"template:{template}"] = str(exc).split("\n")[0]
+                continue
             for row in out.items:
                 if row.id in ids:
                     items[row.id] = row.model_dump(exclude={"id"})
         overview = _benchmark_overview(blueprint, accepted, samples)
-        bench = models.client.ask(name, role, [{"role": "system", "content": _rubric_instructions()},
-                                               {"role": "user", "content": overview}],
-                                  BenchmarkRubric, stage="S5", artifact=f"benchmark:{blueprint.name}").output
+        try:
+            bench = models.client.ask(name, role, [{"role": "system", "content": _rubric_instructions()},
+                                                   {"role": "user", "content": overview}],
+                                      BenchmarkRubric, stage="S5", artifact=f"benchmark:{blueprint.name}").output.model_dump()
+        except ModelOutputError as exc:
+            invalid[f"benchmark:{blueprint.name}"] = str(exc).split("\n")[0]
+            bench = None
         per_judge[name] = {"model": role.model, "items": items, "item_means": _means(items.values()),
-                           "benchmark": bench.model_dump()}
+                           "benchmark": bench, "invalid_replies": invalid}
     return {"judges": per_judge, "average": _average(per_judge), "weights": WEIGHTS}
 
 
@@ -275,7 +287,7 @@ def overall(scores: dict[str, float | None]) -> float | None:
 
 def _average(per_judge: dict[str, Any]) -> dict[str, Any]:
     means = [j["item_means"] for j in per_judge.values()]
-    benches = [j["benchmark"] for j in per_judge.values()]
+    benches = [j["benchmark"] for j in per_judge.values() if j["benchmark"] is not None]
     return {"items": _means(means), "benchmark": _means(benches), "judges": len(per_judge)}
 
 

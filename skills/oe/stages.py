@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from forge.artifact_types import Template
+from forge.artifact_types import OEItem, Template
 from forge.errors import ContractError, DefinitionError
 from forge.executor import Executor, NodeResult, WorkflowNode
 from forge.gatelog import GateLog
@@ -227,7 +227,9 @@ class StageRunner(WorkflowRunner):
         items_bad += r.rejected
         disabled = {t for t in grey if t not in enabled}
         self.executor.preload(items_ok + items_bad)
-        kept = [i for i in items_ok if self.executor.load(i).template not in disabled]
+        # An item a repair replaced stays replaced when a later round realizes its binding again
+        # (the same invocation returns the same stored item).
+        kept = [i for i in items_ok if self.executor.load(i).template not in disabled and i not in self._replaced]
         held = [i for i in items_ok if self.executor.load(i).template in disabled]
         self.item_stats.update({"candidates": len(items_ok) + len(items_bad), "contract_rejected": items_bad,
                                 "grey_held": held, "bindings": len(bindings),
@@ -434,8 +436,10 @@ class StageRunner(WorkflowRunner):
         else:
             if self._blind_memo is None:
                 self._blind_memo = StoreMemo(self.store)
+            replaced = {i: self.executor.load(i) for i in sorted(self._replaced)}
             accepted, self.blind_reports = blind_evaluation(self.log, {i: items[i] for i in balanced}, self.gates,
-                                                            self._blind_memo)
+                                                            self._blind_memo, self._repaired_items,
+                                                            {i: it for i, it in replaced.items() if isinstance(it, OEItem)})
             self._blind_memo.flush()
             accepted = self._panel(accepted, items)
         self.item_stats["blind_held"] = sorted(set(balanced) - set(accepted))

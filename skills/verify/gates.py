@@ -288,30 +288,44 @@ def screen_invalid(log: GateLog, items: dict[str, OEItem], rejected: dict[str, t
 
 
 def blind_evaluation(log: GateLog, items: dict[str, OEItem], settings: dict[str, Any],
-                     memo: dict[str, dict] | None = None) -> tuple[list[str], dict[str, dict]]:
+                     memo: dict[str, dict] | None = None, repaired: set[str] | frozenset[str] = frozenset(),
+                     replaced: dict[str, OEItem] | None = None) -> tuple[list[str], dict[str, dict]]:
     """C1: per template, blind solvers must stay near chance; flagged templates are held back.
+
+    A template's own realizations and the versions repairs made of them are two populations,
+    tested apart: a repair must not dilute the shortcut of items realized later from the same
+    template. The realizations a repair replaced (``replaced``) still count in their template's
+    population, without a decision of their own.
 
     A report is a pure function of the items (content-addressed ids) and the solver code, so
     ``memo`` (key -> report) lets unchanged templates skip the solvers."""
-    by_template: dict[str, list[tuple[str, OEItem]]] = {}
+    groups: dict[tuple[str, bool], list[tuple[str, OEItem]]] = {}
     for iid in sorted(items):
-        by_template.setdefault(items[iid].template, []).append((iid, items[iid]))
+        groups.setdefault((items[iid].template, iid in repaired), []).append((iid, items[iid]))
+    history: dict[str, list[tuple[str, OEItem]]] = {}
+    for iid, item in sorted((replaced or {}).items()):
+        if iid not in items:
+            history.setdefault(item.template, []).append((iid, item))
     kept: list[str] = []
     reports: dict[str, dict] = {}
-    for template, group in sorted(by_template.items()):
-        key = digest("C1", blind_code_version(), [iid for iid, _ in group])
+    for (template, is_repair), group in sorted(groups.items()):
+        population = group if is_repair else group + history.get(template, [])
+        key = digest("C1", blind_code_version(), [iid for iid, _ in population])
         if memo is not None and key in memo:
             report = dict(memo[key])
         else:
-            report = blind_report(group)
+            report = blind_report(population)
             if memo is not None:
                 memo[key] = dict(report)
         enough = report["items"] >= settings["min_blind_items"]
         flagged = enough and report["excess"] > settings["blind_margin"] and report["p_value"] < settings["blind_alpha"]
         report.update({"flagged": flagged, "tested": enough,
                        "full_condition": "not evaluated: no panel model configured"})
-        reports[template] = report
-        log.decide(GATE_C1, template, "Template", template, "fail" if flagged else "pass", report)
+        if is_repair and (template, False) in groups:
+            reports[template]["repaired"] = report  # the realized population's report comes first
+        else:
+            reports[template] = report
+            log.decide(GATE_C1, template, "Template", template, "fail" if flagged else "pass", report)
         for iid, _ in group:
             log.decide(GATE_C1, iid, "OEItem", template, "fail" if flagged else "pass",
                        {"best_solver": report["best_solver"], "excess": round(report["excess"], 4)})

