@@ -21,6 +21,9 @@ from forge.models import ModelUnavailableError
 from forge.models.loopback import LoopbackServer, Reply, _Handler
 from forge.store import Store
 
+# Both files read the session build `wide`: one worker builds it once for both.
+pytestmark = pytest.mark.xdist_group("wide")
+
 LETTERS = string.ascii_uppercase
 CHOICE = ("exact_choice", "yes_no", "interval")
 

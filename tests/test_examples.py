@@ -27,7 +27,7 @@ def test_an_example_for_every_embodiment():
 @pytest.mark.parametrize("name", sorted(EMBODIMENTS))
 def test_example_builds_and_reverifies(name, tmp_path):
     data = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
-    data["oe"]["items"] = min(data["oe"]["items"], 200)
+    data["oe"]["items"] = min(data["oe"]["items"], 120)
     for src in data["sources"]:
         if "root" in src:  # folders are relative to the example's own location
             src["root"] = str((EXAMPLES / src["root"]).resolve())
@@ -35,7 +35,7 @@ def test_example_builds_and_reverifies(name, tmp_path):
                 pytest.skip(f"{src['root']} is not beside the project")
     intent = tmp_path / f"{name}.yaml"
     intent.write_text(yaml.safe_dump(data, sort_keys=False))
-    summary = run_build(intent, tmp_path / "store", tmp_path / "out", workers=2)
+    summary = run_build(intent, tmp_path / "store", tmp_path / "out")
     package = Path(summary["package_path"])
     with Store(tmp_path / "store", read_only=True) as s:
         report = reverify_package(s, package)

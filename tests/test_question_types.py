@@ -3,6 +3,8 @@ object states, executable scorers, and blind solvers near chance."""
 
 from __future__ import annotations
 
+import pytest
+
 import itertools
 import json
 import string
@@ -13,6 +15,9 @@ from forge.store import Store
 from tests.conftest import named_as_shown
 from forge_skills.package import scorer as oe_scorer
 from forge_skills.verify.reverify import reverify_package
+
+# Both files read the session build `wide`: one worker builds it once for both.
+pytestmark = pytest.mark.xdist_group("wide")
 
 L = string.ascii_uppercase
 
