@@ -1,0 +1,205 @@
+"""Real teleoperated demonstrations (robosuite's HDF5 format) replayed state by state.
+
+Each file holds ``data/demo_N/{states, actions}`` and the environment's name and settings; the
+model each demo ran in is ``models/<model_file>`` beside it. States are MuJoCo's flattened
+``[time, qpos, qvel]`` of that model, so a replay sets them one by one on the recorded model
+(made portable by :mod:`.assets`) and never integrates physics.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from forge.errors import ForgeError
+from forge_resources.robosuite.assets import PortableModel, portable_model
+
+
+class DemoError(ForgeError):
+    """A demonstration file that cannot be read or replayed."""
+
+
+@dataclass
+class Demo:
+    path: Path  # the HDF5 file
+    key: str  # demo_N
+    env_name: str  # robosuite's environment class name (Lift, Stack, Door, NutAssembly, PickPlace, Wipe)
+    env_info: dict[str, Any]
+    states: np.ndarray
+    actions: np.ndarray
+    model_file: Path
+    recorded_with: str = ""  # robosuite version that wrote the file
+
+    @property
+    def name(self) -> str:
+        return f"{self.path.parent.parent.name}/{self.key}"
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+
+def read_demos(path: str | Path) -> list[Demo]:
+    """Every demo of one HDF5 file, in order."""
+    import h5py
+
+    path = Path(path)
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise DemoError(f"{path}: not a readable HDF5 file ({exc})") from None
+    with f:
+        if "data" not in f:
+            raise DemoError(f"{path}: no 'data' group (robosuite demo format)")
+        data = f["data"]
+        attrs = dict(data.attrs)
+        info = json.loads(attrs.get("env_info", "{}") or "{}")
+        keys = sorted(data.keys(), key=lambda k: int(re.sub(r"\D", "", k) or 0))
+        out = []
+        for key in keys:
+            group = data[key]
+            if "states" not in group:
+                raise DemoError(f"{path}: {key} has no states")
+            model = path.parent / "models" / str(group.attrs.get("model_file", "model.xml"))
+            out.append(Demo(path, key, str(attrs.get("env", info.get("env_name", ""))), info,
+                            np.asarray(group["states"][()], dtype=float),
+                            np.asarray(group["actions"][()], dtype=float) if "actions" in group else np.zeros((0, 0)),
+                            model, str(attrs.get("repository_version", ""))))
+    return out
+
+
+def find_demos(root: str | Path) -> list[Demo]:
+    """The demos under a folder laid out as robosuite ships them (``<task>/<robot>/demo.hdf5``)."""
+    return [d for p in sorted(Path(root).glob("*/*/demo.hdf5")) for d in read_demos(p)]
+
+
+@dataclass
+class RecordedScene:
+    """A demo's own model, loaded on this machine, with its states set one at a time."""
+
+    demo: Demo
+    portable: PortableModel = field(init=False)
+
+    def __post_init__(self) -> None:
+        import mujoco
+
+        if not self.demo.model_file.is_file():
+            raise DemoError(f"{self.demo.path}: its model {self.demo.model_file.name} is not in models/")
+        self.portable = portable_model(self.demo.model_file.read_text(), str(self.demo.model_file))
+        try:
+            self.model = mujoco.MjModel.from_xml_string(self.portable.xml)
+        except ValueError as exc:
+            raise DemoError(f"{self.demo.model_file}: MuJoCo cannot load it: {exc}") from None
+        self.data = mujoco.MjData(self.model)
+        width = 1 + self.model.nq + self.model.nv
+        if self.demo.states.shape[1] != width:
+            raise DemoError(f"{self.demo.path} {self.demo.key}: states have {self.demo.states.shape[1]} values, the "
+                            f"model's [time, qpos, qvel] has {width}")
+        self.index = -1
+
+    def set(self, index: int) -> None:
+        import mujoco
+
+        state = self.demo.states[index]
+        nq, nv = self.model.nq, self.model.nv
+        self.data.time = state[0]
+        self.data.qpos[:] = state[1:1 + nq]
+        self.data.qvel[:] = state[1 + nq:1 + nq + nv]
+        mujoco.mj_forward(self.model, self.data)
+        self.index = index if index >= 0 else len(self.demo) + index
+
+    # -- what the state holds, by the model's own names --------------------------------------
+
+    def _id(self, kind: Any, name: str) -> int:
+        import mujoco
+
+        i = mujoco.mj_name2id(self.model, kind, name)
+        if i < 0:
+            raise DemoError(f"{self.demo.model_file}: no {kind.name[6:].lower()} named {name!r}")
+        return i
+
+    def body_position(self, name: str) -> np.ndarray:
+        import mujoco
+
+        return self.data.xpos[self._id(mujoco.mjtObj.mjOBJ_BODY, name)].copy()
+
+    def site_position(self, name: str) -> np.ndarray:
+        import mujoco
+
+        return self.data.site_xpos[self._id(mujoco.mjtObj.mjOBJ_SITE, name)].copy()
+
+    def joint_position(self, name: str) -> float:
+        import mujoco
+
+        return float(self.data.qpos[self.model.jnt_qposadr[self._id(mujoco.mjtObj.mjOBJ_JOINT, name)]])
+
+    def body_half_extent(self, name: str) -> np.ndarray:
+        """Half sizes (x, y) of the body's widest box geom: a bin's floor, a table's top."""
+        import mujoco
+
+        body = self._id(mujoco.mjtObj.mjOBJ_BODY, name)
+        boxes = [self.model.geom_size[g] for g in range(self.model.ngeom)
+                 if self.model.geom_bodyid[g] == body and self.model.geom_type[g] == mujoco.mjtGeom.mjGEOM_BOX]
+        if not boxes:
+            raise DemoError(f"{self.demo.model_file}: body {name!r} has no box geom to measure")
+        return np.array(max(boxes, key=lambda s: s[0] * s[1])[:2], dtype=float)
+
+    def bodies_touching(self, a: str, b: str) -> bool:
+        """Whether any geom of body ``a`` (or its children) touches one of body ``b``."""
+        ga, gb = self._geoms_under(a), self._geoms_under(b)
+        for c in self.data.contact[: self.data.ncon]:
+            if (c.geom1 in ga and c.geom2 in gb) or (c.geom1 in gb and c.geom2 in ga):
+                return True
+        return False
+
+    @cached_property
+    def _parents(self) -> np.ndarray:
+        return np.asarray(self.model.body_parentid)
+
+    def _geoms_under(self, body: str) -> set[int]:
+        import mujoco
+
+        root = self._id(mujoco.mjtObj.mjOBJ_BODY, body)
+        under = {root}
+        for b in range(self.model.nbody):  # bodies are numbered after their parents
+            if self._parents[b] in under and b != 0:
+                under.add(b)
+        return {g for g in range(self.model.ngeom) if self.model.geom_bodyid[g] in under}
+
+    @property
+    def names(self) -> dict[str, list[str]]:
+        import mujoco
+
+        def of(kind: Any, n: int) -> list[str]:
+            return [mujoco.mj_id2name(self.model, kind, i) or "" for i in range(n)]
+
+        return {"bodies": of(mujoco.mjtObj.mjOBJ_BODY, self.model.nbody),
+                "joints": of(mujoco.mjtObj.mjOBJ_JOINT, self.model.njnt),
+                "cameras": of(mujoco.mjtObj.mjOBJ_CAMERA, self.model.ncam)}
+
+    def render(self, camera: str, width: int = 320, height: int = 240) -> np.ndarray:
+        """An RGB frame of the current state from one of the model's cameras."""
+        import mujoco
+
+        if camera not in self.names["cameras"]:
+            raise DemoError(f"{self.demo.model_file}: no camera {camera!r}; it has {self.names['cameras']}")
+        renderer = self._renderer(width, height)
+        hidden = mujoco.MjvOption()
+        hidden.sitegroup[:] = 0  # grip-site markers and other visual aids are not part of the scene
+        renderer.update_scene(self.data, camera=camera, scene_option=hidden)
+        return renderer.render().copy()
+
+    def _renderer(self, width: int, height: int) -> Any:
+        import mujoco
+
+        cached = getattr(self, "_render_cache", None)
+        if cached is None or cached[0] != (width, height):
+            self.model.vis.global_.offwidth = max(self.model.vis.global_.offwidth, width)
+            self.model.vis.global_.offheight = max(self.model.vis.global_.offheight, height)
+            self._render_cache = ((width, height), mujoco.Renderer(self.model, height=height, width=width))
+        return self._render_cache[1]
