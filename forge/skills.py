@@ -16,6 +16,7 @@ entry-point group (the built-in skills are one of them).
 from __future__ import annotations
 
 import importlib.util
+import json
 import inspect
 import typing
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from pydantic import BaseModel
 from forge.artifact_types import ArtifactContent
 from forge.codeversion import data_files_version, data_identity, module_version, register_project_package
 from forge.errors import DefinitionError, PrerequisiteError
-from forge.keys import digest
+from forge.keys import canonical_json, digest
 
 STAGES = ("S1", "S2", "S3", "S4", "S5")
 STAGE_NAMES = {
@@ -142,6 +143,10 @@ class SkillContext:
                  loader: Callable[[str], ArtifactContent] | None = None):
         self.spec = spec
         self._loader = loader
+        # Parameters as the store keeps them (canonical JSON: sorted keys), so a run made again
+        # from its record (a damaged blob re-created) sees them in the same order and writes the
+        # same bytes.
+        params = json.loads(canonical_json(params)) if params else params
         self.params = spec.params_model.model_validate(params) if spec.params_model else None
         self.run_key = run_key
         self.store = store
