@@ -436,10 +436,9 @@ class StageRunner(WorkflowRunner):
         else:
             if self._blind_memo is None:
                 self._blind_memo = StoreMemo(self.store)
-            replaced = {i: self.executor.load(i) for i in sorted(self._replaced)}
+            replaced = {i: it for i in sorted(self._replaced) if isinstance(it := self.executor.load(i), OEItem)}
             accepted, self.blind_reports = blind_evaluation(self.log, {i: items[i] for i in balanced}, self.gates,
-                                                            self._blind_memo, self._repaired_items,
-                                                            {i: it for i, it in replaced.items() if isinstance(it, OEItem)})
+                                                            self._blind_memo, self._repaired_items, replaced)
             self._blind_memo.flush()
             accepted = self._panel(accepted, items)
         self.item_stats["blind_held"] = sorted(set(balanced) - set(accepted))

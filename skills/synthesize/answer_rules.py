@@ -196,10 +196,8 @@ def _marked_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Ca
     rule = tpl["answer_rule"]
     min_vis = _adm(tpl, "min_visible_pixels", 1)
     visible = [o for o in ft.visible(view, int(min_vis)) if ft.fact(o, view).visible_pixels >= min_vis]
-    if tpl["admission"].get("same_category") or len(tpl["options"].get("labels", ["A", "B"])) != 2:
-        near_all = True  # rare settings: every pair takes the exact derivation
-    else:
-        near_all = False
+    # Rare settings (options sharing a category, more than two labels): every pair is derived exactly.
+    near_all = bool(tpl["admission"].get("same_category")) or len(tpl["options"].get("labels", ["A", "B"])) != 2
     pairs, near = separated_pairs(ft, view, visible, _adm(tpl, "min_separation_px", 0), rule["field"],
                                   _adm(tpl, "min_margin", 0.0))
     labels = tpl["options"].get("labels", ["A", "B"])
