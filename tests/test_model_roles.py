@@ -146,3 +146,20 @@ def test_without_models_every_role_runs_on_its_builtin_backend(built):
     assert list(quality["judges"]) == ["builtin"] and "no judge model" in quality["note"]
     assert "without a model" in (pkg / "README.md").read_text()
     assert built["summary"]["models"]["totals"]["calls"] == 0
+
+
+def test_a_panel_with_no_template_to_test_is_not_asked_and_the_summary_says_so():
+    """Templates below min_blind_items are not tested by C1, so the panel has nothing to answer:
+    no call is made (the endpoint does not exist) and the check records why."""
+    from forge.models.config import ModelRoles
+    from forge.models.roles import RoleContext
+    from forge_skills.oe.roles import panel_blind_and_full
+
+    roles = ModelRoles(panel=[{"base_url": "http://127.0.0.1:9/v1", "model": "nowhere", "name": "p"}])
+    ctx = RoleContext(client=None, roles=roles)
+    reports = {"t": {"tested": False, "items": 3, "chance": 0.5, "accuracies": {}}}
+    flagged = panel_blind_and_full(ctx, None, {"t": [("a", None)]}, reports, None,
+                                   {"min_blind_items": 8, "blind_margin": 0.15, "blind_alpha": 0.01})
+    check = ctx.report()["checks"]["C1 full condition and model blind solver (panel)"]
+    assert flagged == set() and "panel" not in reports["t"]
+    assert check["models"] == ["nowhere"] and "8 items (min_blind_items)" in check["detail"]

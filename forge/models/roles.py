@@ -24,9 +24,12 @@ class RoleContext:
         """``panel/<name>`` or ``judges/<name>`` -> role, in the intent's order."""
         return {f"{group}/{m.name or i}": m for i, m in enumerate(getattr(self.roles, group))}
 
-    def note(self, check: str, role: str, models: list[str] | None) -> None:
-        """Record that ``check`` ran with ``role`` on these models (None: its built-in backend)."""
+    def note(self, check: str, role: str, models: list[str] | None, detail: str | None = None) -> None:
+        """Record that ``check`` ran with ``role`` on these models (None: its built-in backend);
+        ``detail`` says what limited it (a configured role that had nothing to answer)."""
         self.ran[check] = {"role": role, "models": models or [], "builtin": not models}
+        if detail:
+            self.ran[check]["detail"] = detail
 
     def without_model(self) -> list[str]:
         return sorted(c for c, r in self.ran.items() if r["builtin"])

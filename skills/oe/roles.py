@@ -154,15 +154,18 @@ def panel_blind_and_full(models: RoleContext, store: Any, groups: dict[str, list
     """Add the panel's answers to each template's C1 report; the templates a panel member answers
     well above chance without media are returned (held back as the blind solvers' are)."""
     members = models.members("panel")
-    models.note("C1 full condition and model blind solver (panel)", "panel",
-                [m.model for m in members.values()] or None)
+    check = "C1 full condition and model blind solver (panel)"
+    models.note(check, "panel", [m.model for m in members.values()] or None)
     if not members:
         return set()
+    tested = {t: g for t, g in groups.items() if reports.get(t, {}).get("tested")}
+    if not tested:
+        models.note(check, "panel", [m.model for m in members.values()],
+                    f"not asked: no template had the {settings['min_blind_items']} items (min_blind_items) "
+                    "the blind test needs")
     flagged: set[str] = set()
-    for template, group in sorted(groups.items()):
-        report = reports.get(template)
-        if report is None or not report.get("tested"):
-            continue
+    for template, group in sorted(tested.items()):
+        report = reports[template]
         by_id = dict(group)
         blind_ids = _sample(list(by_id), PANEL_BLIND_SAMPLE)
         panel: dict[str, Any] = {}

@@ -275,6 +275,9 @@ def _readme(blueprint: Blueprint, composition: dict[str, Any], mod: str, quality
     if checks and checks.get("without_model"):
         lines += ["", "Checks that ran on built-in backends, without a model: " + "; ".join(checks["without_model"])
                   + "."]
+    limited = sorted((c, r["detail"]) for c, r in ((checks or {}).get("checks") or {}).items() if r.get("detail"))
+    if limited:
+        lines += [""] + [f"{c}: {d}." for c, d in limited]
     if composition.get("media_referenced"):
         lines += ["", f"{composition['media_referenced']} media are not included because the source images may not be "
                       "redistributed. Rebuild them from your own copy of the dataset (needs numpy and Pillow):", "",

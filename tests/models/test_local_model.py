@@ -109,7 +109,9 @@ def test_the_local_model_as_a_text_panel_member_and_a_judge_in_a_build(llama_ser
             "validation_retries": 3}
     oe = {"items": 30, "capabilities": ["image_plane_relation", "depth_order"],
           "question_types": ["single_choice", "yes_no"]}
-    intent = write_intent(tmp_path, oe=oe, models={"panel": [{**role, "name": "smol"}], "judges": [{**role, "name": "smol"}]})
+    # 30 items over five templates: the blind test (and so the panel) needs 5 items per template
+    intent = write_intent(tmp_path, oe=oe, gates={"grey_batch": 4, "min_blind_items": 5},
+                          models={"panel": [{**role, "name": "smol"}], "judges": [{**role, "name": "smol"}]})
     summary = run_build(intent, tmp_path / "store", tmp_path / "out")
     pkg = Path(summary["package_path"])
     quality = json.loads((pkg / "quality.json").read_text())
@@ -122,4 +124,5 @@ def test_the_local_model_as_a_text_panel_member_and_a_judge_in_a_build(llama_ser
     with Store(tmp_path / "store", read_only=True) as s:
         use = usage(s)
     assert use["panel/smol"]["S5"]["calls"] >= 1 and use["judges/smol"]["S5"]["tokens_out"] > 0
+    assert "detail" not in summary["models"]["checks"]["C1 full condition and model blind solver (panel)"]
     assert summary["models"]["without_model"] and "quality rubric (judges)" not in summary["models"]["without_model"]
