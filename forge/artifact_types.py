@@ -9,7 +9,7 @@ store and are referenced here by content hash.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -182,6 +182,8 @@ class ObjectState(BaseModel):
     tilt_deg: float | None = Field(None, description="angle (0-90) between the line of the object's up axis and "
                                                      "the vertical")
     up_axis: list[float] = Field(default_factory=lambda: [0.0, 0.0, 1.0], description="the mesh's up axis")
+    touching: list[str] = Field(default_factory=list, description="other objects it is in contact with, from the "
+                                                                  "simulator's contacts")
 
 
 class SourceRecord(ArtifactContent):
@@ -194,6 +196,11 @@ class SourceRecord(ArtifactContent):
     arrays: str = Field(description="blob hash of the HDF5 file with raw depth and segmentation per view")
     objects: list[ObjectState]
     bodies: dict[str, str] = Field(default_factory=dict, description="static body name -> category (floor, table, tray)")
+    naming: Literal["colour", "identity"] = Field("colour", description="how objects are named in items: by the colour "
+                                                  "they render in (colour), or by their own identity (a milk carton) "
+                                                  "when no other object shares it (identity)")
+    robot_base: list[float] | None = Field(None, description="world position of the arm's base, when one stands in "
+                                                             "the scene")
 
     def summary(self) -> str:
         return f"{self.simulator} scene {self.scene_index}: {len(self.views)} views, {len(self.objects)} objects"
@@ -314,6 +321,8 @@ class EvidenceRecord(ArtifactContent):
     metres_per_pixel: float | None = Field(None, description="ground sampling distance of nadir images")
     labels_complete: bool = Field(True, description="whether every object of the registered kinds is registered: "
                                                     "counts and absences need it")
+    robot_base: list[float] | None = Field(None, description="world position of the arm's base (reach is measured "
+                                                             "from it)")
 
 
 # --- S4 ---------------------------------------------------------------------------------

@@ -190,4 +190,23 @@ class HouseholdSource(SourceSpec):
                                                                "from ie.tasks when absent")
 
 
-BUILTIN_SOURCES = (TabletopSource, RoomSource, GroundSource, ImageFolderSource, HouseholdSource)
+class RobosuiteSource(SourceSpec):
+    """Seeded scenes of robosuite's manipulation environments (MuJoCo), seen from a camera rig."""
+
+    kind: Literal["robosuite_scenes"]
+    scenes: int | None = Field(None, ge=1, le=5000, description="scene count; derived from items when absent")
+    envs: list[Literal["PickPlace", "NutAssembly", "Stack", "Lift", "Door"]] = Field(
+        default_factory=lambda: ["PickPlace", "NutAssembly", "Stack", "Lift", "Door"],
+        description="robosuite environments scenes are drawn from, in turn (Wipe has no objects to ask about)")
+    views: int = Field(3, ge=2, le=6, description="camera views per scene")
+    image: ImageSize = ImageSize()
+
+    @field_validator("envs")
+    @classmethod
+    def _some(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("name at least one environment, or leave the field out for all of them")
+        return value
+
+
+BUILTIN_SOURCES = (TabletopSource, RoomSource, GroundSource, ImageFolderSource, HouseholdSource, RobosuiteSource)

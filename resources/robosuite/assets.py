@@ -37,8 +37,9 @@ class PortableModel:
 
 @lru_cache(maxsize=1)
 def assets_root() -> Path:
-    import robosuite
+    from forge_resources.robosuite import quiet_robosuite
 
+    robosuite = quiet_robosuite()
     return Path(robosuite.__file__).resolve().parent / "models" / "assets"
 
 

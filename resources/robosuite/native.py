@@ -31,7 +31,9 @@ def current_name(recorded: str) -> str:
 
 
 def make_env(env_name: str) -> Any:
-    import robosuite
+    from forge_resources.robosuite import quiet_robosuite
+
+    robosuite = quiet_robosuite()
 
     try:
         env = robosuite.make(env_name, robots="Panda", has_renderer=False, has_offscreen_renderer=False,

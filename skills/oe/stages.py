@@ -386,8 +386,10 @@ class StageRunner(WorkflowRunner):
 
     @staticmethod
     def _grow(growable: dict[str, int], have: dict[str, int], targets: dict[str, int], tol: float) -> dict[str, int]:
-        ratios = [have.get(c, 0) / t for c, t in targets.items() if t > 0 and have.get(c, 0) < t * (1 - tol)]
-        if not ratios or min(ratios) <= 0.0:
+        # Capabilities no unit has yielded yet are left out: more units would not help them, and
+        # they must not stop the others from growing.
+        ratios = [have[c] / t for c, t in targets.items() if t > 0 and 0 < have.get(c, 0) < t * (1 - tol)]
+        if not ratios:
             return {}
         return {i: max(math.ceil(u / 4), min(3 * u, math.ceil(u * (1.0 / min(ratios) - 1.0) * 1.2)))
                 for i, u in growable.items()}

@@ -41,6 +41,11 @@ CAPABILITIES = (
                 "heading", "moved toward*", "approach*", "odometry")),
     Capability("size_scale", "which object is larger, and absolute size",
                ("size*", "larger", "largest", "smaller", "smallest", "bigger", "scale", "area", "how big")),
+    Capability("contact", "which objects touch each other",
+               ("contact*", "touch*", "in contact", "collid*", "collision*", "against each other", "leaning on")),
+    Capability("gripper_state", "whether the gripper is open or closed, and what it holds",
+               ("gripper*", "grasp state", "holding", "held", "closed the gripper", "opened the gripper",
+                "end effector", "end-effector")),
     Capability("object_state", "open/closed, on/off and other object states",
                ("state*", "upright", "tipped", "fallen", "lying", "open", "closed", "on/off", "toppled")),
 )

@@ -153,11 +153,14 @@ class Naming:
     reason: str | None = None
 
 
-def name_referents(objects: list[tuple[str, str]], readings: dict[str, list[ColourReading]]) -> dict[str, Naming]:
+def name_referents(objects: list[tuple[str, str]], readings: dict[str, list[ColourReading]],
+                   by_identity: bool = False) -> dict[str, Naming]:
     """Names from pixels for ``objects`` ((source name, category)), given each one's readings in
     every view. An object is named "<colour> <category>" when its clearly seen views mostly read
     one colour and no other object of its category reads (or nearly reads) the same; otherwise
-    it keeps an internal name and may not be named in a question."""
+    it keeps an internal name and may not be named in a question. With ``by_identity`` the
+    category is an object's identity (a milk carton): one alone in its category is named by it,
+    seen clearly in some view."""
     colour: dict[str, str | None] = {}
     lab: dict[str, np.ndarray] = {}
     reason: dict[str, str] = {}
@@ -196,7 +199,10 @@ def name_referents(objects: list[tuple[str, str]], readings: dict[str, list[Colo
     unnamed: dict[str, int] = {}
     for src, cat in objects:
         c = colour.get(src)
-        if c is not None and src not in reason:
+        seen = any(r.pixels >= MIN_NAMED_PIXELS for r in readings.get(src, []))
+        if by_identity and len(by_category[cat]) == 1 and seen:
+            out[src] = Naming(cat, c or "", True)
+        elif c is not None and src not in reason:
             out[src] = Naming(f"{c} {cat}", c, True)
         else:
             unnamed[cat] = unnamed.get(cat, 0) + 1

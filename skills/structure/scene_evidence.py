@@ -59,7 +59,8 @@ def measure_evidence(source: SourceRecord, source_id: str, arrays: dict[str, np.
                 fact.colour = reading.name
                 fact.colour_lab = [round(c, 2) for c in reading.lab]
             facts.append(fact)
-    naming = name_referents([(o.name, o.category) for o in source.objects], readings)
+    naming = name_referents([(o.name, o.category) for o in source.objects], readings,
+                            by_identity=source.naming == "identity")
     for f in facts:
         f.object = naming[f.object].name
     return EvidenceRecord(
@@ -71,9 +72,11 @@ def measure_evidence(source: SourceRecord, source_id: str, arrays: dict[str, np.
                                 source_name=o.name, referable=naming[o.name].referable, naming=naming[o.name].reason,
                                 position=o.position, box_3d_min=o.aabb_min, box_3d_max=o.aabb_max, tilt_deg=o.tilt_deg,
                                 support=_support_kind(o.support, source.bodies),
-                                attributes={"support_body": o.support} if o.support in source.bodies else {})
+                                attributes={**({"support_body": o.support} if o.support in source.bodies else {}),
+                                            **({"touching": [naming[t].name for t in o.touching]} if o.touching else {})})
                  for o in source.objects],
         facts=facts,
+        robot_base=source.robot_base,
     )
 
 

@@ -106,12 +106,14 @@ def _seen(ft: FactTable, obj: str, v: int, rule: dict[str, Any]) -> str | None:
 
 def visibility_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slots: dict[str, Any]) -> str | None:
     for key, rule in (tpl.get("visibility") or {}).items():
-        if key == "embodiment":
+        if key == "embodiment" or "body" in rule:
+            # a static body the question names or needs: the arm for reach, the table objects stand on
             v = view if view is not None else (shown_views(ft, tpl, view, slots) or [None])[0]
             body = rule.get("body", "arm")
             px = ft.view(v).body_pixels.get(body, 0) if v is not None else 0
             if px < int(rule.get("min_pixels", 1)):
-                return f"the {body} shows {px} px in the view (needs {rule.get('min_pixels', 1)}): reach cannot be judged"
+                why = "reach cannot be judged" if key == "embodiment" else "the question names it"
+                return f"the {body} shows {px} px in the view (needs {rule.get('min_pixels', 1)}): {why}"
             continue
         views, every = _where(ft, tpl, view, slots, rule.get("in", "view"))
         if key == "landmarks":

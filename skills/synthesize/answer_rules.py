@@ -433,7 +433,8 @@ def _reach_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str
     obj = slots["object"]
     if ft.fact(obj, view).visible_pixels < _adm(tpl, "min_visible_pixels", 1):
         return None, {"reason": "not clearly visible"}
-    base = np.array(tpl["answer_rule"]["base"], dtype=float)
+    # the arm's base as the scene recorded it; the template's for sources that do not record one
+    base = np.array(ft.evidence.robot_base or tpl["answer_rule"]["base"], dtype=float)
     reach = float(tpl["answer_rule"]["reach_m"])
     d = float(np.linalg.norm(_center_of(ft, obj) - base))
     if abs(d - reach) < _adm(tpl, "min_margin", 0.0):

@@ -270,8 +270,9 @@ def template_declares(t: Template, ctx: CheckContext) -> Outcome:
         problems.append(f"{len(set(t.realizations))} distinct realizations; at least {MIN_REALIZATIONS} keep "
                         "the wording from becoming a template's signature")
     for key, spec in t.visibility.items():
-        if key not in t.slots and key not in SPECIAL_KEYS:
-            problems.append(f"visibility names {key!r}, neither a slot nor one of {list(SPECIAL_KEYS)}")
+        if key not in t.slots and key not in SPECIAL_KEYS and not (isinstance(spec, dict) and "body" in spec):
+            problems.append(f"visibility names {key!r}, neither a slot, a static body ({{body: NAME}}) nor one of "
+                            f"{list(SPECIAL_KEYS)}")
         wheres = spec.get("in", "view") if isinstance(spec, dict) else None
         if wheres is None or any(w not in WHERE for w in (wheres if isinstance(wheres, list) else [wheres])):
             problems.append(f"visibility of {key!r}: 'in' must name views among {list(WHERE)}")
