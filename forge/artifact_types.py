@@ -184,6 +184,8 @@ class ObjectState(BaseModel):
     up_axis: list[float] = Field(default_factory=lambda: [0.0, 0.0, 1.0], description="the mesh's up axis")
     touching: list[str] = Field(default_factory=list, description="other objects it is in contact with, from the "
                                                                   "simulator's contacts")
+    opening_deg: float | None = Field(None, description="how far an articulated object (a door on its hinge) "
+                                                        "stands open, in degrees")
 
 
 class SourceRecord(ArtifactContent):
@@ -201,6 +203,10 @@ class SourceRecord(ArtifactContent):
                                                   "when no other object shares it (identity)")
     robot_base: list[float] | None = Field(None, description="world position of the arm's base, when one stands in "
                                                              "the scene")
+    gripper: dict[str, Any] | None = Field(None, description="the gripper's finger opening (metres), state (open, "
+                                                             "closed, or None while moving) and the object it holds")
+    timeline: list[dict[str, Any]] | None = Field(None, description="per view of a clip (views are moments in "
+                                                                    "time order): the gripper and object heights")
 
     def summary(self) -> str:
         return f"{self.simulator} scene {self.scene_index}: {len(self.views)} views, {len(self.objects)} objects"
@@ -323,6 +329,10 @@ class EvidenceRecord(ArtifactContent):
                                                     "counts and absences need it")
     robot_base: list[float] | None = Field(None, description="world position of the arm's base (reach is measured "
                                                              "from it)")
+    gripper: dict[str, Any] | None = Field(None, description="the gripper's opening, state and held object, from "
+                                                             "the simulator")
+    timeline: list[dict[str, Any]] | None = Field(None, description="per view of a clip: the gripper (opening, "
+                                                                    "state, held object) and each object's height")
 
 
 # --- S4 ---------------------------------------------------------------------------------

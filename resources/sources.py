@@ -209,4 +209,52 @@ class RobosuiteSource(SourceSpec):
         return value
 
 
-BUILTIN_SOURCES = (TabletopSource, RoomSource, GroundSource, ImageFolderSource, HouseholdSource, RobosuiteSource)
+class RobosuiteDemoSource(SourceSpec):
+    """Moments of real robosuite demonstrations, replayed on their recorded models."""
+
+    FOLDERS: ClassVar[tuple[str, ...]] = ("root",)
+
+    kind: Literal["robosuite_demos"]
+    root: str = Field(description="folder of the demonstrations (<task>/<robot>/demo.hdf5 with models/ beside each), "
+                                  "relative to the intent file")
+    frames: int | None = Field(None, ge=1, description="moments to render; every moment the demonstrations offer when "
+                                                       "absent (one every 12 states at least)")
+    scenes: int | None = Field(None, ge=1, description="ignored: the moments to render are set by frames")
+    views: int = Field(3, ge=2, le=6, description="camera views per moment")
+    image: ImageSize = ImageSize()
+
+    def fixed_units(self, entry: dict[str, Any]) -> int | None:
+        from forge_resources.robosuite.demo_frames import moment_count
+
+        entry["root"] = str(Path(self.root).resolve())
+        available = moment_count(entry["root"])
+        return min(self.frames, available) if self.frames else available
+
+
+class RobosuiteDemoClipSource(SourceSpec):
+    """Clips of real robosuite demonstrations: a few moments in time order from one camera."""
+
+    FOLDERS: ClassVar[tuple[str, ...]] = ("root",)
+
+    kind: Literal["robosuite_demo_clips"]
+    root: str = Field(description="folder of the demonstrations, relative to the intent file")
+    clips: int | None = Field(None, ge=1, description="clips to render; every one the demonstrations offer when absent")
+    scenes: int | None = Field(None, ge=1, description="ignored: the clips to render are set by clips")
+    frames: int = Field(4, ge=3, le=8, description="moments per clip")
+    stride: int = Field(20, ge=5, le=200, description="recorded states between two moments (20 Hz: 20 is a second)")
+    image: ImageSize = ImageSize()
+
+    @property
+    def views(self) -> int:
+        return self.frames
+
+    def fixed_units(self, entry: dict[str, Any]) -> int | None:
+        from forge_resources.robosuite.demo_frames import clip_count
+
+        entry["root"] = str(Path(self.root).resolve())
+        available = clip_count(entry["root"], self.frames, self.stride)
+        return min(self.clips, available) if self.clips else available
+
+
+BUILTIN_SOURCES = (TabletopSource, RoomSource, GroundSource, ImageFolderSource, HouseholdSource, RobosuiteSource,
+                   RobosuiteDemoSource, RobosuiteDemoClipSource)

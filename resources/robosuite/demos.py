@@ -202,4 +202,23 @@ class RecordedScene:
             self.model.vis.global_.offwidth = max(self.model.vis.global_.offwidth, width)
             self.model.vis.global_.offheight = max(self.model.vis.global_.offheight, height)
             self._render_cache = ((width, height), mujoco.Renderer(self.model, height=height, width=width))
+            _track(self._render_cache[1])
         return self._render_cache[1]
+
+
+_OPEN_RENDERERS: list[Any] = []
+
+
+def _track(renderer: Any) -> None:
+    """Free renderers at exit before MuJoCo terminates the EGL display (its handler is registered
+    by the first context; handlers run in reverse order)."""
+    import atexit
+
+    if not _OPEN_RENDERERS:
+        atexit.register(_close_renderers)
+    _OPEN_RENDERERS.append(renderer)
+
+
+def _close_renderers() -> None:
+    while _OPEN_RENDERERS:
+        _OPEN_RENDERERS.pop().close()

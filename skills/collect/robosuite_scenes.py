@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from typing import Any, Callable
+
 from pydantic import Field
 
 from forge.artifact_types import ArtifactContent, Blueprint, CameraSpec, ObjectState, SourceRecord, ViewRecord
@@ -64,11 +66,12 @@ def plan_robosuite_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[Robos
                                               src["image"]["height"]))]
 
 
-def camera_rig(rng, env_name: str, views: int, width: int, height: int) -> list[CameraSpec]:
+def camera_rig(rng, env_name: str, views: int, width: int, height: int,
+               centre: tuple[float, float, float] | None = None) -> list[CameraSpec]:
     """Cameras spread over an arc across the table from the arm (the arm stays in the back of
     every picture), at seeded distances and elevations; yaw and pitch are MuJoCo's azimuth and
     elevation."""
-    centre = np.array(WORKSPACE[env_name])
+    centre = np.array(centre or WORKSPACE[env_name])
     spread = np.linspace(-65.0, 65.0, views) if views > 1 else np.zeros(1)
     cams = []
     for k in range(views):
@@ -86,49 +89,81 @@ def render_robosuite_scene(ctx: SkillContext, scene: RobosuiteScene) -> list[Sou
     """Reset the environment with the scene's seed, let it settle, read object states and render
     RGB, depth and segmentation from every camera. The process keeps its environments between
     scenes; every scene starts from a seeded reset."""
-    from forge_resources.robosuite.scenes import RigCamera, RobosuiteScenes, SceneError, statics, view_matrix
+    from forge_resources.robosuite.scenes import OPEN_COMMAND, RobosuiteScenes
 
     sims = ctx.held("robosuite.scenes", RobosuiteScenes)
     state = sims.reset(scene.env, scene.seed)
-    model = state.model
-    fixed = statics(model)
-    seg_of_body = np.zeros(model.nbody, dtype=np.int32)
-    names: dict[int, str] = {}
-    for label, (seg, _cat, bodies) in fixed.items():
-        seg_of_body[list(bodies)] = seg
-        names.update({b: label for b in bodies})
-    for obj in state.objects:
-        seg_of_body[list(obj.bodies)] = obj.segment
-        names.update({b: obj.name for b in obj.bodies})
-    objects = []
-    for obj in state.objects:
-        st = state.object_state(obj, names)
-        if not all(np.isfinite(v) for key in ("position", "aabb_min", "aabb_max") for v in st[key]):
-            raise SceneError(f"{scene.env} seed {scene.seed}: {obj.name} has a non-finite pose after settling")
-        objects.append(ObjectState(name=obj.name, category=obj.identity, color="", body=obj.segment, **st))
-    fovy = state.fovy()
-    views, arrays = [], {}
-    for cam in scene.cameras:
+    return [record_world(ctx, state, scene.cameras, lambda w, h: sims.renderer(scene.env, w, h), scene.source_kind,
+                         scene.scene_index, OPEN_COMMAND, f"{scene.env} seed {scene.seed}")]
+
+
+class WorldRecorder:
+    """Segmentation ids, names and statics of a world's model, and the view records of its renders."""
+
+    def __init__(self, ctx: SkillContext, world: Any, renderer: Callable[[int, int], Any]) -> None:
+        from forge_resources.robosuite.world import statics
+
+        self.ctx, self.world, self.renderer = ctx, world, renderer
+        model = world.model
+        self.fixed = statics(model)
+        self.seg_of_body = np.zeros(model.nbody, dtype=np.int32)
+        self.names: dict[int, str] = {}
+        for label, (seg, _cat, bodies) in self.fixed.items():
+            self.seg_of_body[list(bodies)] = seg
+            self.names.update({b: label for b in bodies})
+        for obj in world.objects:
+            self.seg_of_body[list(obj.bodies)] = obj.segment
+            self.names.update({b: obj.name for b in obj.bodies})
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def objects(self, where: str) -> list[ObjectState]:
+        from forge_resources.robosuite.scenes import SceneError
+
+        out = []
+        for obj in self.world.objects:
+            st = self.world.object_state(obj, self.names)
+            if not all(np.isfinite(v) for key in ("position", "aabb_min", "aabb_max") for v in st[key]):
+                raise SceneError(f"{where}: {obj.name} has a non-finite pose")
+            out.append(ObjectState(name=obj.name, category=obj.identity, color="", body=obj.segment, **st))
+        return out
+
+    def view(self, cam: CameraSpec, index: int, role: str = "view", time: float | None = None) -> ViewRecord:
+        """Render the world's current state from ``cam`` as view ``index``."""
+        from forge_resources.robosuite.world import RigCamera, view_matrix
+
+        world = self.world
         rig = RigCamera(cam.target, cam.distance, cam.yaw, cam.pitch, cam.width, cam.height)
-        rgb, depth, seg = state.render(sims, rig, seg_of_body)
+        rgb, depth, seg = world.render(self.renderer(cam.width, cam.height), rig, self.seg_of_body)
         eye = rig.eye()
         vm = view_matrix(eye, np.asarray(cam.target, dtype=float))
-        near, far = state.clip()
-        arrays[f"depth_{cam.index}"] = depth
-        arrays[f"seg_{cam.index}"] = seg
+        near, far = world.clip()
+        self.arrays[f"depth_{index}"] = depth
+        self.arrays[f"seg_{index}"] = seg
         ids, counts = np.unique(seg, return_counts=True)
         seen = dict(zip(ids.tolist(), counts.tolist()))
-        fy = cam.height / (2.0 * np.tan(np.radians(fovy) / 2.0))
-        views.append(ViewRecord(index=cam.index, rgb=ctx.put_png(rgb), width=cam.width, height=cam.height,
-                                intrinsics={"fx": fy, "fy": fy, "cx": cam.width / 2.0, "cy": cam.height / 2.0,
-                                            "width": float(cam.width), "height": float(cam.height)},
-                                view_matrix=[round(float(v), 8) for v in vm.flatten(order="F")],
-                                camera_position=[round(float(v), 6) for v in eye], near=round(near, 6),
-                                far=round(far, 6), role=cam.role,
-                                forward=[round(float(v), 6) for v in -vm[2, :3]],
-                                body_pixels={label: int(seen.get(seg, 0)) for label, (seg, _c, _b) in fixed.items()}))
-    base = state.data.xpos[min(fixed["arm"][2])] if "arm" in fixed else None
-    return [SourceRecord(source_kind=scene.source_kind, simulator="mujoco", scene_index=scene.scene_index, views=views,
-                         arrays=ctx.put_arrays(arrays), objects=objects,
-                         bodies={label: cat for label, (_s, cat, _b) in fixed.items()}, naming="identity",
-                         robot_base=None if base is None else [round(float(v), 6) for v in base])]
+        fy = cam.height / (2.0 * np.tan(np.radians(world.fovy()) / 2.0))
+        return ViewRecord(index=index, rgb=self.ctx.put_png(rgb), width=cam.width, height=cam.height,
+                          intrinsics={"fx": fy, "fy": fy, "cx": cam.width / 2.0, "cy": cam.height / 2.0,
+                                      "width": float(cam.width), "height": float(cam.height)},
+                          view_matrix=[round(float(v), 8) for v in vm.flatten(order="F")],
+                          camera_position=[round(float(v), 6) for v in eye], near=round(near, 6), far=round(far, 6),
+                          role=role, time=time, forward=[round(float(v), 6) for v in -vm[2, :3]],
+                          body_pixels={label: int(seen.get(seg, 0)) for label, (seg, _c, _b) in self.fixed.items()})
+
+    def record(self, source_kind: str, index: int, views: list[ViewRecord], objects: list[ObjectState],
+               gripper: dict[str, Any] | None, timeline: list[dict[str, Any]] | None = None) -> SourceRecord:
+        base = self.world.data.xpos[min(self.fixed["arm"][2])] if "arm" in self.fixed else None
+        return SourceRecord(source_kind=source_kind, simulator="mujoco", scene_index=index, views=views,
+                            arrays=self.ctx.put_arrays(self.arrays), objects=objects,
+                            bodies={label: cat for label, (_s, cat, _b) in self.fixed.items()}, naming="identity",
+                            robot_base=None if base is None else [round(float(v), 6) for v in base],
+                            gripper=gripper, timeline=timeline)
+
+
+def record_world(ctx: SkillContext, world: Any, cameras: list[CameraSpec], renderer: Callable[[int, int], Any],
+                 source_kind: str, index: int, command: float | None, where: str) -> SourceRecord:
+    """A world's objects, statics and gripper, rendered from every camera, as a source record."""
+    rec = WorldRecorder(ctx, world, renderer)
+    objects = rec.objects(where)
+    views = [rec.view(cam, cam.index, cam.role, cam.time) for cam in cameras]
+    return rec.record(source_kind, index, views, objects, world.gripper(command))

@@ -348,10 +348,17 @@ class StageRunner(WorkflowRunner):
         if extra_units:
             update.update({"units": {i: n + extra_units.get(i, 0) for i, n in state["units"].items()},
                            "topups": state.get("topups", 0) + 1,
-                           "notes": [f"gates left the composition short: collecting {sum(extra_units.values())} "
-                                     "more units"]})
+                           "notes": [f"gates left the composition short ({self._shortfall_text()}): collecting "
+                                     f"{sum(extra_units.values())} more units"]})
             self.progress.stage(f"   {update['notes'][0]}")
         return update
+
+    def _shortfall_text(self) -> str:
+        """The capabilities still short after the gates, as accepted/target."""
+        bp = self._blueprint()
+        have = self._accepted_per_capability(self.item_stats.get("accepted", []))
+        return ", ".join(f"{c} {have.get(c, 0)}/{t}" for c, t in sorted(bp.capability_targets.items())
+                         if have.get(c, 0) < t * (1 - bp.composition_tolerance))
 
     def _units_for_shortfall(self, state: BuildState) -> dict[str, int]:
         """More source units when, after every gate and refill, a capability is still short and
@@ -363,10 +370,12 @@ class StageRunner(WorkflowRunner):
         bp = self._blueprint()
         accepted = self.item_stats.get("accepted", [])
         quotas = source_quotas(bp)
-        if quotas is None:
-            return self._grow(growable, self._accepted_per_capability(accepted), bp.capability_targets,
-                              bp.composition_tolerance)
         kind_of = self._evidence_sources(state)
+        if quotas is None:
+            if len(self.source_kinds) == 1:
+                return self._grow(growable, self._accepted_per_capability(accepted), bp.capability_targets,
+                                  bp.composition_tolerance)
+            return self._grow_shared(growable, accepted, kind_of, bp)
         out: dict[str, int] = {}
         for kind, targets in split_targets(bp.capability_targets, quotas).items():
             index = str(self.source_kinds.index(kind))
@@ -375,6 +384,24 @@ class StageRunner(WorkflowRunner):
             own = [i for i in accepted if kind_of.get(self.executor.load(i).evidence) == kind]
             out.update(self._grow({index: growable[index]}, self._accepted_per_capability(own), targets,
                                   bp.composition_tolerance))
+        return out
+
+    def _grow_shared(self, growable: dict[str, int], accepted: list[str], kind_of: dict[str, str],
+                     bp: Any) -> dict[str, int]:
+        """Sources sharing the items: each growable source grows by what it has been seen to
+        yield of the capabilities still short overall (a capability only other sources show
+        never grows it)."""
+        have = self._accepted_per_capability(accepted)
+        short = {c: t - have.get(c, 0) for c, t in bp.capability_targets.items()
+                 if t > 0 and have.get(c, 0) < t * (1 - bp.composition_tolerance)}
+        out: dict[str, int] = {}
+        for index, units in growable.items():
+            kind = self.source_kinds[int(index)]
+            own = self._accepted_per_capability([i for i in accepted
+                                                 if kind_of.get(self.executor.load(i).evidence) == kind])
+            needs = [gap / own[c] for c, gap in short.items() if own.get(c, 0) > 0]
+            if needs:
+                out[index] = max(math.ceil(units / 4), min(3 * units, math.ceil(units * max(needs) * 1.2)))
         return out
 
     def _accepted_per_capability(self, ids: list[str]) -> dict[str, int]:

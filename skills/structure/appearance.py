@@ -151,6 +151,7 @@ class Naming:
     colour: str
     referable: bool
     reason: str | None = None
+    by_identity: bool = False  # named by what it is (a milk carton), not by its colour
 
 
 def name_referents(objects: list[tuple[str, str]], readings: dict[str, list[ColourReading]],
@@ -201,7 +202,7 @@ def name_referents(objects: list[tuple[str, str]], readings: dict[str, list[Colo
         c = colour.get(src)
         seen = any(r.pixels >= MIN_NAMED_PIXELS for r in readings.get(src, []))
         if by_identity and len(by_category[cat]) == 1 and seen:
-            out[src] = Naming(cat, c or "", True)
+            out[src] = Naming(cat, c or "", True, by_identity=True)
         elif c is not None and src not in reason:
             out[src] = Naming(f"{c} {cat}", c, True)
         else:

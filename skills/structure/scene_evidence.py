@@ -73,11 +73,26 @@ def measure_evidence(source: SourceRecord, source_id: str, arrays: dict[str, np.
                                 position=o.position, box_3d_min=o.aabb_min, box_3d_max=o.aabb_max, tilt_deg=o.tilt_deg,
                                 support=_support_kind(o.support, source.bodies),
                                 attributes={**({"support_body": o.support} if o.support in source.bodies else {}),
-                                            **({"touching": [naming[t].name for t in o.touching]} if o.touching else {})})
+                                            **({"touching": [naming[t].name for t in o.touching]} if o.touching else {}),
+                                            **({"opening_deg": o.opening_deg} if o.opening_deg is not None else {}),
+                                            **({"resting_on": naming[o.support].name} if o.support in naming else {})})
                  for o in source.objects],
         facts=facts,
         robot_base=source.robot_base,
+        gripper=_named_gripper(source.gripper, naming),
+        timeline=None if source.timeline is None else [
+            {**t, "gripper": _named_gripper(t.get("gripper"), naming),
+             "heights": {naming[n].name: z for n, z in (t.get("heights") or {}).items() if n in naming}}
+            for t in source.timeline],
     )
+
+
+def _named_gripper(gripper: dict | None, naming: dict) -> dict | None:
+    """The gripper record with the held object under the name items show."""
+    if gripper is None:
+        return None
+    held = gripper.get("holding")
+    return {**gripper, "holding": naming[held].name if held in naming else None}
 
 
 def truncation(lo: list[float], hi: list[float], view: np.ndarray, proj: np.ndarray, width: int, height: int,

@@ -191,7 +191,7 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
         if m[slots["object"]]["px"] < min_px:
             return None
         center = {o["name"]: (np.array(o["aabb_min"]) + np.array(o["aabb_max"])) / 2 for o in source["objects"]}
-        d = float(np.linalg.norm(center[slots["object"]] - np.array(rule["base"])))
+        d = float(np.linalg.norm(center[slots["object"]] - np.array(source.get("robot_base") or rule["base"])))
         return None if abs(d - rule["reach_m"]) < adm.get("min_margin", 0.0) else ("yes" if d <= rule["reach_m"] else "no")
     if name == "visible":
         p = m[slots["object"]]["px"]
@@ -338,7 +338,8 @@ def _item_problem(row: dict[str, Any], keys: dict[str, Any], contents: dict[str,
     arrays = cache[source_id + ":arrays"]
     naming = cache[source_id + ":names"]
     # Objects by the names their own pixels give them, not by the tint the scene asked for.
-    source = {**source, "objects": [{**o, "name": naming[o["name"]][0].name} for o in source["objects"]]}
+    source = {**source, "objects": [{**o, "name": naming[o["name"]][0].name, "source_name": o["name"]}
+                                     for o in source["objects"]]}
     reason = _naming_problem(binding, template, naming)
     if reason:
         return reason
@@ -370,7 +371,8 @@ def names_from_pixels(source: dict[str, Any], arrays: dict[str, np.ndarray], sto
             if mask.any():
                 per_view[o["name"]][v["index"]] = read_colour(rgb[mask])
     naming = name_referents([(o["name"], o["category"]) for o in source["objects"]],
-                            {k: list(r.values()) for k, r in per_view.items()})
+                            {k: list(r.values()) for k, r in per_view.items()},
+                            by_identity=source.get("naming") == "identity")
     return {k: (naming[k], per_view[k]) for k in naming}
 
 
@@ -391,7 +393,7 @@ def _naming_problem(binding: dict[str, Any], template: dict[str, Any], naming: d
                 return f"{name!r} may not be named: {n.reason}"
             for v in sorted(shown):
                 r = views.get(v)
-                if r is not None and r.pixels >= MIN_NAMED_PIXELS and r.name != n.colour:
+                if r is not None and r.pixels >= MIN_NAMED_PIXELS and r.name != n.colour and not n.by_identity:
                     return f"the {name} reads {r.name or 'no clear colour'} in view {v}"
     return None
 
