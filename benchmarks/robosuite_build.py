@@ -33,11 +33,13 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="forge-robosuite-"))
     intent = yaml.safe_load((ROOT / "examples" / "arm_robosuite.yaml").read_text())
+    scale = args.items / intent["oe"]["items"]
     intent["oe"]["items"] = args.items
     for src in intent["sources"]:
         if "root" in src:
             src["root"] = str((ROOT / "examples" / src["root"]).resolve())
-            src["items"] = min(src.get("items") or args.items, args.items // 4)
+        if src.get("scenes"):  # the scene count the example sets, scaled with the items
+            src["scenes"] = max(2, round(src["scenes"] * scale))
     path = work / "intent.yaml"
     path.write_text(yaml.safe_dump(intent, sort_keys=False))
     t0 = time.perf_counter()

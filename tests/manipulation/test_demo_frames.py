@@ -117,6 +117,6 @@ def test_the_example_builds_from_scenes_and_demonstrations_and_reverifies(tmp_pa
     for it in items:
         assert not re.search(r"\b(cube|nut|can|carton) \d\b", it["question"]), it["question"]
         for opt in it.get("options") or []:
-            if opt not in ("yes", "no") and not re.fullmatch(r"View \d|[A-D]", opt):
+            if opt not in ("yes", "no") and not re.fullmatch(r"(View|Frame) \d|[A-D]", opt):
                 assert opt in identities or opt.split(" ", 1)[-1] in identities, opt
     assert any("gripper" in it["question"] for it in items)
