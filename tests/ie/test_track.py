@@ -155,8 +155,14 @@ def test_editing_one_task_template_rebuilds_only_its_tasks(tmp_path):
     intent = _intent(tmp_path, tasks=16, templates_dirs=[str(mine)])
     first = _build(intent, tmp_path)
     edited = mine / "put_in_receptacle.yaml"
-    edited.write_text(edited.read_text().replace('"Move a {object} to the {receptacle}."',
-                                                 '"Carry a {object} over to the {receptacle}."'))
+    text = edited.read_text()
+    for k, macro in enumerate(['"Put a {object} in the {receptacle}."', '"Place a {object} into the {receptacle}."',
+                               '"Find a {object} and put it in the {receptacle}."',
+                               '"Move a {object} to the {receptacle}."']):
+        assert macro in text
+        # every realization edited: which one a task draws depends on its id
+        text = text.replace(macro, f'"Carry a {{object}} over to the {{receptacle}} ({k + 1})."')
+    edited.write_text(text)
     summary = _build(intent, tmp_path)
     nodes = summary["nodes"]
     assert nodes["collect"]["executed"] == 0 and nodes["structure"]["executed"] == 0
