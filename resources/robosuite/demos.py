@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import numpy as np
 
 from forge.errors import ForgeError
 from forge_resources.robosuite.assets import PortableModel, portable_model
+from forge_resources.robosuite.queries import SimQueries
 
 
 class DemoError(ForgeError):
@@ -79,7 +79,7 @@ def find_demos(root: str | Path) -> list[Demo]:
 
 
 @dataclass
-class RecordedScene:
+class RecordedScene(SimQueries):
     """A demo's own model, loaded on this machine, with its states set one at a time."""
 
     demo: Demo
@@ -113,74 +113,9 @@ class RecordedScene:
         mujoco.mj_forward(self.model, self.data)
         self.index = index if index >= 0 else len(self.demo) + index
 
-    # -- what the state holds, by the model's own names --------------------------------------
-
-    def _id(self, kind: Any, name: str) -> int:
-        import mujoco
-
-        i = mujoco.mj_name2id(self.model, kind, name)
-        if i < 0:
-            raise DemoError(f"{self.demo.model_file}: no {kind.name[6:].lower()} named {name!r}")
-        return i
-
-    def body_position(self, name: str) -> np.ndarray:
-        import mujoco
-
-        return self.data.xpos[self._id(mujoco.mjtObj.mjOBJ_BODY, name)].copy()
-
-    def site_position(self, name: str) -> np.ndarray:
-        import mujoco
-
-        return self.data.site_xpos[self._id(mujoco.mjtObj.mjOBJ_SITE, name)].copy()
-
-    def joint_position(self, name: str) -> float:
-        import mujoco
-
-        return float(self.data.qpos[self.model.jnt_qposadr[self._id(mujoco.mjtObj.mjOBJ_JOINT, name)]])
-
-    def body_half_extent(self, name: str) -> np.ndarray:
-        """Half sizes (x, y) of the body's widest box geom: a bin's floor, a table's top."""
-        import mujoco
-
-        body = self._id(mujoco.mjtObj.mjOBJ_BODY, name)
-        boxes = [self.model.geom_size[g] for g in range(self.model.ngeom)
-                 if self.model.geom_bodyid[g] == body and self.model.geom_type[g] == mujoco.mjtGeom.mjGEOM_BOX]
-        if not boxes:
-            raise DemoError(f"{self.demo.model_file}: body {name!r} has no box geom to measure")
-        return np.array(max(boxes, key=lambda s: s[0] * s[1])[:2], dtype=float)
-
-    def bodies_touching(self, a: str, b: str) -> bool:
-        """Whether any geom of body ``a`` (or its children) touches one of body ``b``."""
-        ga, gb = self._geoms_under(a), self._geoms_under(b)
-        for c in self.data.contact[: self.data.ncon]:
-            if (c.geom1 in ga and c.geom2 in gb) or (c.geom1 in gb and c.geom2 in ga):
-                return True
-        return False
-
-    @cached_property
-    def _parents(self) -> np.ndarray:
-        return np.asarray(self.model.body_parentid)
-
-    def _geoms_under(self, body: str) -> set[int]:
-        import mujoco
-
-        root = self._id(mujoco.mjtObj.mjOBJ_BODY, body)
-        under = {root}
-        for b in range(self.model.nbody):  # bodies are numbered after their parents
-            if self._parents[b] in under and b != 0:
-                under.add(b)
-        return {g for g in range(self.model.ngeom) if self.model.geom_bodyid[g] in under}
-
     @property
-    def names(self) -> dict[str, list[str]]:
-        import mujoco
-
-        def of(kind: Any, n: int) -> list[str]:
-            return [mujoco.mj_id2name(self.model, kind, i) or "" for i in range(n)]
-
-        return {"bodies": of(mujoco.mjtObj.mjOBJ_BODY, self.model.nbody),
-                "joints": of(mujoco.mjtObj.mjOBJ_JOINT, self.model.njnt),
-                "cameras": of(mujoco.mjtObj.mjOBJ_CAMERA, self.model.ncam)}
+    def model_label(self) -> str:
+        return str(self.demo.model_file)
 
     def render(self, camera: str, width: int = 320, height: int = 240) -> np.ndarray:
         """An RGB frame of the current state from one of the model's cameras."""
@@ -188,13 +123,14 @@ class RecordedScene:
 
         if camera not in self.names["cameras"]:
             raise DemoError(f"{self.demo.model_file}: no camera {camera!r}; it has {self.names['cameras']}")
-        renderer = self._renderer(width, height)
+        renderer = self.renderer(width, height)
         hidden = mujoco.MjvOption()
         hidden.sitegroup[:] = 0  # grip-site markers and other visual aids are not part of the scene
         renderer.update_scene(self.data, camera=camera, scene_option=hidden)
         return renderer.render().copy()
 
-    def _renderer(self, width: int, height: int) -> Any:
+    def renderer(self, width: int, height: int) -> Any:
+        """This scene's offscreen renderer at one size (made once, freed at exit)."""
         import mujoco
 
         cached = getattr(self, "_render_cache", None)

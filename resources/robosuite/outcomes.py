@@ -16,7 +16,8 @@ LIFT_MARGIN = 0.04
 DOOR_OPEN_RAD = 0.3
 PEG_XY = 0.03
 PEG_Z = 0.05
-FINGERS = ("gripper0_leftfinger", "gripper0_rightfinger")
+# finger bodies as the recorded demos and as the installed robosuite name them
+FINGERS = ("gripper0_leftfinger", "gripper0_rightfinger", "gripper0_right_leftfinger", "gripper0_right_rightfinger")
 
 
 def holds(goal: dict[str, Any], scene: Any) -> bool:
@@ -25,9 +26,7 @@ def holds(goal: dict[str, Any], scene: Any) -> bool:
         return _lifted(scene, goal["object"])
     if kind == "stacked":  # top rests on bottom, lifted off the table, not held
         top, bottom = goal["top"], goal["bottom"]
-        fingers = _fingers(scene)  # held means both fingers on it, as robosuite's grasp check has it
-        return (_lifted(scene, top) and scene.bodies_touching(top, bottom)
-                and not (fingers and all(scene.bodies_touching(top, f) for f in fingers)))
+        return _lifted(scene, top) and scene.bodies_touching(top, bottom) and not held(scene, top)
     if kind == "door_open":
         return scene.joint_position(goal["joint"]) > goal.get("angle", DOOR_OPEN_RAD)
     if kind == "on_peg":
@@ -35,6 +34,8 @@ def holds(goal: dict[str, Any], scene: Any) -> bool:
         return bool(np.all(np.abs(nut[:2] - peg[:2]) < PEG_XY) and nut[2] < _table(scene) + PEG_Z)
     if kind == "in_bin_quadrant":  # robosuite's PickPlace: each object in its own quarter of the bin
         return _in_quadrant(scene, goal["object"], goal["bin"], int(goal["quadrant"]))
+    if kind == "in_bin":  # anywhere in the bin, let go of
+        return _in_bin(scene, goal["object"], goal["bin"]) and not held(scene, goal["object"])
     if kind == "all":
         return all(holds(g, scene) for g in goal["goals"])
     raise ValueError(f"unknown goal kind {kind!r}")
@@ -57,6 +58,19 @@ def _in_quadrant(scene: Any, body: str, bin_body: str, quadrant: int) -> bool:
     y_low = centre[1] - (half[1] if quadrant < 2 else 0.0)
     return bool(x_low < pos[0] < x_low + half[0] and y_low < pos[1] < y_low + half[1]
                 and centre[2] < pos[2] < centre[2] + 0.1)
+
+
+def held(scene: Any, body: str) -> bool:
+    """Both fingers on it, as robosuite's grasp check has it."""
+    fingers = _fingers(scene)
+    return bool(fingers) and all(scene.bodies_touching(body, f) for f in fingers)
+
+
+def _in_bin(scene: Any, body: str, bin_body: str) -> bool:
+    """Within the bin's floor (x, y) and up to 10 cm above it."""
+    pos, centre = scene.body_position(body), scene.body_position(bin_body)
+    half = scene.body_half_extent(bin_body)
+    return bool(np.all(np.abs(pos[:2] - centre[:2]) < half) and centre[2] < pos[2] < centre[2] + 0.1)
 
 
 def _fingers(scene: Any) -> list[str]:

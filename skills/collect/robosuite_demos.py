@@ -73,7 +73,7 @@ def render_demo_frame(ctx: SkillContext, frame: DemoFrame) -> list[SourceRecord]
     scene, world = recorded(str(Path(frame.root) / frame.file), frame.demo)
     scene.set(frame.state)
     command = float(scene.demo.actions[frame.state][-1]) if scene.demo.actions.size else None
-    return [record_world(ctx, world, frame.cameras, lambda w, h: scene._renderer(w, h), frame.source_kind,
+    return [record_world(ctx, world, frame.cameras, lambda w, h: scene.renderer(w, h), frame.source_kind,
                          frame.scene_index, command, f"{frame.env} {frame.demo} state {frame.state}")]
 
 
@@ -128,7 +128,7 @@ def render_demo_clip(ctx: SkillContext, clip: DemoClip) -> list[SourceRecord]:
     from forge_skills.collect.robosuite_scenes import WorldRecorder
 
     scene, world = recorded(str(Path(clip.root) / clip.file), clip.demo)
-    rec = WorldRecorder(ctx, world, lambda w, h: scene._renderer(w, h))
+    rec = WorldRecorder(ctx, world, lambda w, h: scene.renderer(w, h))
     views, timeline = [], []
     for k, state in enumerate(clip.states):
         scene.set(state)

@@ -1,0 +1,276 @@
+"""Manipulation tasks on a live robosuite environment, behind the IE environment protocol.
+
+A scene is ``{"env": <robosuite environment>, "seed": N}``: robosuite's own placement of its
+objects for that seed, settled with the arm still (see :mod:`.scenes`). The state is MuJoCo's
+full integration state (time, joints, velocities, actuators, warm start, controls) plus the
+gripper's accumulated command, so a restore continues exactly as the original would.
+
+Two action interfaces drive the same operational-space controller robosuite ships:
+
+- low level: ``MoveDelta(dx, dy, dz, droll, dpitch, dyaw, gripper)``, one control step (robosuite's
+  20 Hz) of end-effector deltas in [-1, 1] (scaled by the controller to 5 cm and 0.5 rad) and the
+  gripper command (-1 opens, +1 closes);
+- high level: ``MoveAbove(thing)``, ``Descend(object)``, ``Grasp()``, ``Lift()``, ``PlaceAt(thing)``,
+  ``Release()``, each a closed loop of control steps toward a target computed from the scene.
+
+Objects and places go by what a person calls them ("the can", "bin 2", "the square peg");
+goals and verifiers use the model's body names and stay hidden from the agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from forge_resources.household.protocol import Action, ActionSpec, Observation, StepResult
+from forge_resources.robosuite.motion import Motion
+from forge_resources.robosuite.queries import SimQueries
+from forge_resources.robosuite.scenes import RobosuiteScenes, SceneError
+
+CONTROL_DT = 0.05  # seconds of simulated time per control step (robosuite's 20 Hz)
+
+
+@dataclass(frozen=True)
+class Thing:
+    """Something the agent can name: an object it may pick up, or a place it may put one."""
+
+    name: str  # what a person calls it
+    body: str  # the model's root body
+    kind: str  # "object" or one of PLACE_KINDS
+    grasp_site: str | None = None  # where to grasp it, when not at its centre (a nut's handle)
+    compartments: bool = False  # a bin split by walls into four quarters (PickPlace's target bin)
+
+
+PLACE_KINDS = ("bin", "peg", "object")  # a place inside, a place to slide around, an object's top
+# What each environment offers, by the names robosuite gives the bodies.
+THINGS: dict[str, tuple[Thing, ...]] = {
+    "Lift": (Thing("cube", "cube_main", "object"),),
+    "Stack": (Thing("red cube", "cubeA_main", "object"), Thing("green cube", "cubeB_main", "object")),
+    "PickPlace": (Thing("milk carton", "Milk_main", "object"), Thing("bread loaf", "Bread_main", "object"),
+                  Thing("cereal box", "Cereal_main", "object"), Thing("can", "Can_main", "object"),
+                  Thing("bin 1", "bin1", "bin"), Thing("bin 2", "bin2", "bin", compartments=True)),
+    "NutAssembly": (Thing("square nut", "SquareNut_main", "object", "SquareNut_handle_site"),
+                    Thing("round nut", "RoundNut_main", "object", "RoundNut_handle_site"),
+                    Thing("square peg", "peg1", "peg"), Thing("round peg", "peg2", "peg")),
+}
+ACTIONS = (
+    ActionSpec("MoveDelta", ("dx", "dy", "dz", "droll", "dpitch", "dyaw", "gripper"),
+               ("each value in [-1, 1]",), ("one control step of the end-effector controller (0.05 s)",)),
+    ActionSpec("MoveAbove", ("thing",), (), ("the open or holding gripper 10 cm above the thing, turned to grasp it",)),
+    ActionSpec("Descend", ("object",), ("the gripper is above the object", "the gripper is open"),
+               ("the fingers around the object's grasp point",)),
+    ActionSpec("Grasp", (), ("the gripper is open",), ("the gripper closes on what is between the fingers",)),
+    ActionSpec("Lift", (), (), ("the gripper rises 15 cm",)),
+    ActionSpec("PlaceAt", ("place",), ("the gripper holds an object",),
+               ("the held object lowered into, onto or around the place and let go; the gripper rises",)),
+    ActionSpec("Release", (), (), ("the gripper opens",)),
+)
+# PickPlace's quarter of the target bin for each object, as robosuite numbers them
+COMPARTMENT_OF = {"Milk_main": 0, "Bread_main": 1, "Cereal_main": 2, "Can_main": 3}
+HIGH_LEVEL = tuple(a.name for a in ACTIONS if a.name != "MoveDelta")
+
+
+class ManipulationEnv(SimQueries):
+    """One robosuite environment at a time (made once per process per name, reused)."""
+
+    def __init__(self, scenes: RobosuiteScenes | None = None, *, image: bool = False) -> None:
+        self.scenes = scenes or _shared_scenes()
+        self.image = image
+        self.env_name: str | None = None
+        self.env: Any = None
+        self.motion: Motion | None = None
+        self._last: tuple[str | None, bool | None, str] = (None, None, "")
+
+    # -- the protocol ---------------------------------------------------------------------------
+
+    def reset(self, scene: dict[str, Any]) -> Observation:
+        name = scene["env"]
+        if name not in THINGS:
+            raise SceneError(f"no manipulation tasks are defined on robosuite environment {name!r}; "
+                             f"environments: {sorted(THINGS)}")
+        state = self.scenes.reset(name, int(scene["seed"]))
+        self._attach(name, state.env)
+        self.motion.reset_gripper()
+        self._last = (None, None, "")
+        return self.observation()
+
+    def get_state(self) -> dict[str, Any]:
+        import mujoco
+
+        self._need()
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        flat = np.empty(mujoco.mj_stateSize(self.model, spec))
+        mujoco.mj_getState(self.model, self.data, flat, spec)
+        return {"env": self.env_name, "mujoco_state": [float(v) for v in flat],
+                "gripper_command": [float(v) for v in self.motion.gripper_command()]}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        import mujoco
+
+        name = state.get("env")
+        if name not in THINGS:
+            raise SceneError(f"the state names environment {name!r}; manipulation environments: {sorted(THINGS)}")
+        self._attach(name, self.scenes.env(name))
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        flat = np.asarray(state["mujoco_state"], dtype=float)
+        if flat.shape != (mujoco.mj_stateSize(self.model, spec),):
+            raise SceneError(f"the state holds {flat.size} values; {name}'s model needs "
+                             f"{mujoco.mj_stateSize(self.model, spec)}")
+        mujoco.mj_setState(self.model, self.data, flat, spec)
+        mujoco.mj_forward(self.model, self.data)
+        self.motion.set_gripper_command(state["gripper_command"])
+        self._last = (None, None, "")
+
+    def action_space(self) -> list[ActionSpec]:
+        return list(ACTIONS)
+
+    def valid_actions(self, agent: int = 0) -> list[Action]:
+        """Grounded high-level actions whose preconditions hold now (MoveDelta is always valid)."""
+        out = [Action("MoveAbove", (t.name,)) for t in self.things()]
+        out += [Action("Descend", (t.name,)) for t in self.things() if t.kind == "object"
+                and self._why_not(Action("Descend", (t.name,))) is None]
+        for name in ("Grasp", "Lift", "Release"):
+            if self._why_not(Action(name)) is None:
+                out.append(Action(name))
+        if self.motion.holding() is not None:
+            out += [Action("PlaceAt", (t.name,)) for t in self.things() if t.name != self.motion.holding().name]
+        return out
+
+    def step(self, action: Action) -> StepResult:
+        self._need()
+        why = self._why_not(action)
+        if why is None:
+            why = self._run(action)
+        valid = why is None
+        message = "done" if valid else why
+        self._last = (str(action), valid, message)
+        return StepResult(self.observation(), valid, message)
+
+    def objects(self) -> list[dict[str, Any]]:
+        """The terminal-state view: every thing's pose, whether it is held and what it touches."""
+        out = []
+        holding = self.motion.holding()
+        for t in self.things():
+            pos = self.body_position(t.body)
+            quat = self.data.xquat[self._body(t.body)]
+            touching = sorted(o.name for o in self.things() if o is not t and self.bodies_touching(t.body, o.body))
+            out.append({"name": t.name, "body": t.body, "kind": t.kind, "position": [round(float(v), 5) for v in pos],
+                        "quaternion": [round(float(v), 6) for v in quat], "held": holding is t,
+                        "touching": touching})
+        return out
+
+    def observation(self, agent: int = 0) -> Observation:
+        self._need()
+        grip = self.motion.eef()
+        holding = self.motion.holding()
+        lines = [f"The gripper is {'closed' if self.motion.closed() else 'open'} at "
+                 f"{_where(grip)}" + (f", holding the {holding.name}." if holding else ".")]
+        for t in self.things():
+            kind = "object" if t.kind == "object" else "place"
+            lines.append(f"The {t.name} ({kind}) is at {_where(self.body_position(t.body))}.")
+        last, valid, message = self._last
+        if last:
+            lines.append(f"Last action {last}: {'done' if valid else 'refused: ' + message}.")
+        image = self.render() if self.image else None
+        return Observation("\n".join(lines), agent, None, holding.name if holding else None,
+                           tuple(t.name for t in self.things()), last, valid, message, image)
+
+    # -- what the scene offers ------------------------------------------------------------------
+
+    def things(self) -> tuple[Thing, ...]:
+        return THINGS[self.env_name]
+
+    def thing(self, name: str) -> Thing | None:
+        return next((t for t in self.things() if t.name == name), None)
+
+    def control_steps(self) -> int:
+        """Control steps run since the last reset or restore."""
+        return self.motion.steps
+
+    def render(self, camera: str = "agentview", width: int = 320, height: int = 240) -> np.ndarray:
+        renderer = self.scenes.renderer(self.env_name, width, height)
+        renderer.update_scene(self.data, camera=camera)
+        return renderer.render().copy()
+
+    @property
+    def model_label(self) -> str:
+        return f"robosuite {self.env_name}"
+
+    # -- inside ------------------------------------------------------------------------------------
+
+    def _attach(self, name: str, env: Any) -> None:
+        if self.env is not env:
+            self.env_name, self.env = name, env
+            self.model, self.data = env.sim.model._model, env.sim.data._data
+            self.__dict__.pop("_parents", None)
+            self.motion = Motion(env, self)
+        self.motion.steps = 0
+
+    def _need(self) -> None:
+        if self.env is None:
+            raise SceneError("no scene: reset or set_state first")
+
+    def _body(self, name: str) -> int:
+        import mujoco
+
+        return self._id(mujoco.mjtObj.mjOBJ_BODY, name)
+
+    def _why_not(self, action: Action) -> str | None:
+        """Why the action cannot run now, or None."""
+        spec = next((a for a in ACTIONS if a.name == action.name), None)
+        if spec is None:
+            return f"unknown action {action.name!r}; actions: {[a.name for a in ACTIONS]}"
+        if len(action.args) != len(spec.arg_kinds):
+            return f"{action.name} takes {len(spec.arg_kinds)} arguments ({', '.join(spec.arg_kinds)})"
+        if action.name == "MoveDelta":
+            try:
+                values = [float(v) for v in action.args]
+            except ValueError:
+                return "MoveDelta takes seven numbers"
+            return None if all(np.isfinite(v) and -1.0 <= v <= 1.0 for v in values) else "values must lie in [-1, 1]"
+        things = [self.thing(a) for a in action.args]
+        if any(t is None for t in things):
+            return f"no {action.args[things.index(None)]!r} here; things: {[t.name for t in self.things()]}"
+        holding = self.motion.holding()
+        if action.name == "Descend":
+            if things[0].kind != "object":
+                return f"the {things[0].name} is not an object to grasp"
+            if self.motion.closed():
+                return "the gripper is closed"
+            if not self.motion.above(things[0]):
+                return f"the gripper is not above the {things[0].name}"
+        if action.name == "Grasp" and self.motion.closed():
+            return "the gripper is closed"
+        if action.name == "PlaceAt":
+            if holding is None:
+                return "the gripper holds nothing"
+            if things[0] is holding:
+                return f"the gripper holds the {holding.name} itself"
+        return None
+
+    def _run(self, action: Action) -> str | None:
+        m = self.motion
+        if action.name == "MoveDelta":
+            m.delta([float(v) for v in action.args])
+            return None
+        target = self.thing(action.args[0]) if action.args else None
+        return {"MoveAbove": lambda: m.move_above(target), "Descend": lambda: m.descend(target),
+                "Grasp": m.grasp, "Lift": m.lift, "PlaceAt": lambda: m.place_at(target),
+                "Release": m.release}[action.name]()
+
+
+def _where(p: np.ndarray) -> str:
+    return f"({p[0]:+.2f}, {p[1]:+.2f}, {p[2]:.2f}) m"
+
+
+_SCENES: RobosuiteScenes | None = None
+
+
+def _shared_scenes() -> RobosuiteScenes:
+    """One set of environments per process: making one costs about a second."""
+    global _SCENES
+    if _SCENES is None:
+        _SCENES = RobosuiteScenes()
+    return _SCENES
