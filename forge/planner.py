@@ -56,7 +56,8 @@ def source_role(role: str, index: int) -> str:
 def compose(loaded: LoadedIntent, registry: SkillRegistry) -> Workflow:
     """The intent's track's roles filled with skills: a source's roles once per source (named
     ``role`` for the first and ``role@i`` for source i) from its descriptor, the others from the
-    track's defaults; ``intent.skills`` overrides either."""
+    track's defaults, or from the sources' descriptors where they name a skill for a track role
+    (the skills that read what the source structures); ``intent.skills`` overrides either."""
     intent = loaded.intent
     spec_of = track(intent.track)
     kinds = [s.kind for s in intent.sources]
@@ -79,9 +80,18 @@ def compose(loaded: LoadedIntent, registry: SkillRegistry) -> Workflow:
                 spec = registry.get({**desc.workflow, **intent.skills}[role])
                 nodes.append(WorkflowNode(source_role(role, index), spec, {}, source=index))
             continue
-        spec = registry.get({**spec_of.defaults, **intent.skills}[role])
+        spec = registry.get({**spec_of.defaults, **_source_defaults(intent, role), **intent.skills}[role])
         nodes.append(WorkflowNode(role, spec, spec_of.node_params(role, loaded), spec_of.node_fanout(role, loaded)))
     return validate(nodes)
+
+
+def _source_defaults(intent: Any, role: str) -> dict[str, str]:
+    """The skill the sources' descriptors name for a track role; two that differ cannot share a build."""
+    named = {s.kind: descriptor(s.kind).workflow[role] for s in intent.sources if role in descriptor(s.kind).workflow}
+    if len(set(named.values())) > 1:
+        raise CompositionError(f"sources {sorted(named)} need different skills for role {role!r} "
+                               f"({sorted(set(named.values()))}); build them as separate intents")
+    return {role: next(iter(named.values()))} if named else {}
 
 
 def validate(nodes: list[WorkflowNode]) -> Workflow:

@@ -256,5 +256,16 @@ class RobosuiteDemoClipSource(SourceSpec):
         return min(self.clips, available) if self.clips else available
 
 
+class RobosuiteTaskSource(SourceSpec):
+    """Seeded scenes of robosuite's manipulation environments as interactive tasks."""
+
+    kind: Literal["robosuite_tasks"]
+    scenes: int | None = Field(None, ge=1, le=5000, description="seeds to try (an environment and a seed each); "
+                                                               "derived from ie.tasks when absent")
+    envs: list[Literal["Lift", "Stack", "PickPlace", "NutAssembly"]] = Field(
+        default_factory=lambda: ["Lift", "Stack", "PickPlace", "NutAssembly"], min_length=1,
+        description="robosuite environments, in turn (scene types lift, stack, pick_place, nut_assembly)")
+
+
 BUILTIN_SOURCES = (TabletopSource, RoomSource, GroundSource, ImageFolderSource, HouseholdSource, RobosuiteSource,
-                   RobosuiteDemoSource, RobosuiteDemoClipSource)
+                   RobosuiteDemoSource, RobosuiteDemoClipSource, RobosuiteTaskSource)

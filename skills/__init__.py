@@ -27,7 +27,9 @@ from forge_skills.package import oe_package, scorer  # noqa: E402,F401
 from forge_skills.repair import fault_mutators, operators  # noqa: E402,F401  (repair operators, planted faults)
 from forge_skills.oe import track, vocabulary  # noqa: E402,F401  (the OE track; capabilities, question types)
 from forge_skills.ie import (blueprint as ie_blueprint, checks as ie_checks, package as ie_package,  # noqa: E402,F401
-                             repair as ie_repair, reverify as ie_reverify, evaluation as ie_evaluation, scenes as ie_scenes, synthesis as ie_synthesis,
+                             repair as ie_repair, reverify as ie_reverify, manipulation as ie_manipulation,
+                             manipulation_checks as ie_manipulation_checks,
+                             manipulation_episodes as ie_manipulation_episodes, evaluation as ie_evaluation, scenes as ie_scenes, synthesis as ie_synthesis,
                              templates as ie_templates, track as ie_track)  # (the IE track)
 
 for _source in BUILTIN_SOURCES:

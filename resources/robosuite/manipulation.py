@@ -28,6 +28,7 @@ from forge_resources.household.protocol import Action, ActionSpec, Observation, 
 from forge_resources.robosuite.motion import Motion
 from forge_resources.robosuite.queries import SimQueries
 from forge_resources.robosuite.scenes import RobosuiteScenes, SceneError
+from forge_resources.robosuite.world import HIDDEN_GROUP
 
 CONTROL_DT = 0.05  # seconds of simulated time per control step (robosuite's 20 Hz)
 
@@ -82,6 +83,7 @@ class ManipulationEnv(SimQueries):
         self.env: Any = None
         self.motion: Motion | None = None
         self._last: tuple[str | None, bool | None, str] = (None, None, "")
+        self.drift = 0.0
 
     # -- the protocol ---------------------------------------------------------------------------
 
@@ -91,6 +93,7 @@ class ManipulationEnv(SimQueries):
             raise SceneError(f"no manipulation tasks are defined on robosuite environment {name!r}; "
                              f"environments: {sorted(THINGS)}")
         state = self.scenes.reset(name, int(scene["seed"]))
+        self.drift = state.drift  # how far objects still moved over the last settling steps (metres)
         self._attach(name, state.env)
         self.motion.reset_gripper()
         self._last = (None, None, "")
@@ -104,7 +107,9 @@ class ManipulationEnv(SimQueries):
         flat = np.empty(mujoco.mj_stateSize(self.model, spec))
         mujoco.mj_getState(self.model, self.data, flat, spec)
         return {"env": self.env_name, "mujoco_state": [float(v) for v in flat],
-                "gripper_command": [float(v) for v in self.motion.gripper_command()]}
+                "gripper_command": [float(v) for v in self.motion.gripper_command()],
+                "controllers": {name: {k: [float(x) for x in np.ravel(v)] for k, v in _references(c).items()}
+                                for name, c in self._controllers().items()}}
 
     def set_state(self, state: dict[str, Any]) -> None:
         import mujoco
@@ -121,6 +126,14 @@ class ManipulationEnv(SimQueries):
         mujoco.mj_setState(self.model, self.data, flat, spec)
         mujoco.mj_forward(self.model, self.data)
         self.motion.set_gripper_command(state["gripper_command"])
+        # controllers keep the joint posture they were reset in (the nullspace target) and
+        # cache the arm's pose, Jacobian and mass matrix until told the state moved
+        saved = state.get("controllers") or {}
+        for name, controller in self._controllers().items():
+            for key, value in _references(controller).items():
+                if key in saved.get(name, {}):
+                    setattr(controller, key, np.asarray(saved[name][key], dtype=float).reshape(np.shape(value)))
+            controller.new_update = True
         self._last = (None, None, "")
 
     def action_space(self) -> list[ActionSpec]:
@@ -190,8 +203,14 @@ class ManipulationEnv(SimQueries):
         return self.motion.steps
 
     def render(self, camera: str = "agentview", width: int = 320, height: int = 240) -> np.ndarray:
+        import mujoco
+
         renderer = self.scenes.renderer(self.env_name, width, height)
-        renderer.update_scene(self.data, camera=camera)
+        shown = mujoco.MjvOption()
+        shown.geomgroup[0] = 0  # collision geoms (robosuite draws visual geoms in group 1)
+        shown.geomgroup[HIDDEN_GROUP] = 0  # target ghosts and mocap markers
+        shown.sitegroup[:] = 0
+        renderer.update_scene(self.data, camera=camera, scene_option=shown)
         return renderer.render().copy()
 
     @property
@@ -207,6 +226,10 @@ class ManipulationEnv(SimQueries):
             self.__dict__.pop("_parents", None)
             self.motion = Motion(env, self)
         self.motion.steps = 0
+
+    def _controllers(self) -> dict[str, Any]:
+        return {f"{i}:{name}": c for i, robot in enumerate(self.env.robots)
+                for name, c in robot.composite_controller.part_controllers.items()}
 
     def _need(self) -> None:
         if self.env is None:
@@ -259,6 +282,12 @@ class ManipulationEnv(SimQueries):
         return {"MoveAbove": lambda: m.move_above(target), "Descend": lambda: m.descend(target),
                 "Grasp": m.grasp, "Lift": m.lift, "PlaceAt": lambda: m.place_at(target),
                 "Release": m.release}[action.name]()
+
+
+def _references(controller: Any) -> dict[str, np.ndarray]:
+    """What a controller took from the state it was reset in (``initial_joint``,
+    ``initial_ref_pos``, ...): part of the state a restore must bring back."""
+    return {k: v for k, v in vars(controller).items() if k.startswith("initial_") and isinstance(v, np.ndarray)}
 
 
 def _where(p: np.ndarray) -> str:

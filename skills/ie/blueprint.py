@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from forge.errors import IntentError
 from forge.intent import intent_model
 from forge.keys import digest
+from forge.registry import lookup, register
 from forge.skills import SkillContext, skill
 from forge_skills.ie.scenes import SCENE_TYPES, scene_pool
 from forge_skills.ie.types import IEBlueprint
@@ -29,28 +30,39 @@ def ie_blueprint(ctx: SkillContext) -> list[IEBlueprint]:
     household scene pool of the data root, the unit count."""
     intent = intent_model().model_validate(ctx.params.intent)
     ie = intent.ie
-    sources = []
+    sources, offered = [], []
     for src in intent.sources:
         entry = src.model_dump(mode="json")
-        root = Path(src.data_root).resolve()  # resolved from the intent's folder by the planner
-        entry["data_root"] = str(root)
-        entry["pool"] = scene_pool(root, src.floor_plans)
-        if not entry["pool"]:
-            raise IntentError(f"sources: {root} holds no household scene (ai2thor/FloorPlan*_objects.json or "
-                              "alfred/*/*.traj_data.json)")
-        types = {p["scene_type"] for p in entry["pool"]}
-        missing = [t for t in ie.scene_types if t not in types]
-        if missing:
-            raise IntentError(f"ie.scene_types asks for {missing}; the data holds scenes of {sorted(types)}")
+        types, per_unit = lookup("ie_source_setup", src.kind)(entry, src)
+        offered += [t for t in types if t not in offered]
+        wanted = [t for t in (ie.scene_types or types) if t in types]
         entry["scenes_given"] = entry.get("scenes") is not None
         if entry.get("scenes") is None:
-            entry["scenes"] = max(len(ie.scene_types), math.ceil(ie.tasks * 1.3 / TASKS_PER_UNIT))
+            entry["scenes"] = max(len(wanted), math.ceil(ie.tasks * 1.3 / per_unit))
         sources.append(entry)
-    targets = split_targets(ie.tasks, [t for t in SCENE_TYPES if t in ie.scene_types], ie.hard_share)
+    missing = [t for t in ie.scene_types or [] if t not in offered]
+    if missing:
+        raise IntentError(f"ie.scene_types asks for {missing}; the sources offer scenes of {offered}")
+    targets = split_targets(ie.tasks, [t for t in offered if t in (ie.scene_types or offered)], ie.hard_share)
     return [IEBlueprint(name=intent.name, version=intent.version, seed=intent.seed, track=intent.track,
                         tasks_target=ie.tasks, targets=targets, task_kinds=list(ie.task_kinds or []), sources=sources,
                         gates=intent.gates.model_dump(mode="json"), intent_hash=digest(ctx.params.intent),
                         composition_tolerance=ie.tolerance)]
+
+
+def household_setup(entry: dict[str, Any], src: Any) -> tuple[list[str], int]:
+    """The household scene pool of the data root; the scene types it holds."""
+    root = Path(src.data_root).resolve()  # resolved from the intent's folder by the planner
+    entry["data_root"] = str(root)
+    entry["pool"] = scene_pool(root, src.floor_plans)
+    if not entry["pool"]:
+        raise IntentError(f"sources: {root} holds no household scene (ai2thor/FloorPlan*_objects.json or "
+                          "alfred/*/*.traj_data.json)")
+    types = {p["scene_type"] for p in entry["pool"]}
+    return [t for t in SCENE_TYPES if t in types], TASKS_PER_UNIT
+
+
+register("ie_source_setup", "household", household_setup)
 
 
 def split_targets(total: int, scene_types: list[str], hard_share: float) -> dict[str, dict[str, int]]:

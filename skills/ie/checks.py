@@ -50,6 +50,23 @@ def _env(task: IETask, ctx: CheckContext) -> HouseholdEnv:
     return env
 
 
+def per_world(name: str):
+    """Tasks of another IE world (``task.environment``) are checked by that world's own
+    version of the check, registered under ``ie_world_checks:<world>``."""
+    import functools
+
+    from forge.registry import lookup
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def run(task: IETask, ctx: CheckContext, **args: Any) -> Outcome:
+            if task.environment != "household":
+                return lookup("ie_world_checks", task.environment)[name](task, ctx, **args)
+            return fn(task, ctx, **args)
+        return run
+    return decorate
+
+
 def restorable(fn):
     """A B2/C2 check that cannot restore the state leaves it to D2 (one failure, one cause)."""
     import functools
@@ -66,6 +83,7 @@ def restorable(fn):
 # -- B2 ---------------------------------------------------------------------------------------
 
 @check("ie_variables_resolve")
+@per_world("ie_variables_resolve")
 @restorable
 def variables_resolve(task: IETask, ctx: CheckContext) -> Outcome:
     """Every goal type and every plan argument is an object of the initial state (or a piece a
@@ -128,6 +146,7 @@ def instruction_complete(task: IETask, ctx: CheckContext) -> Outcome:
 
 
 @check("ie_instruction_matches_goal")
+@per_world("ie_instruction_matches_goal")
 @restorable
 def instruction_matches_goal(task: IETask, ctx: CheckContext) -> Outcome:
     """The instruction names the goal's objects and no other object of the scene (an unfinished
@@ -150,6 +169,7 @@ def instruction_matches_goal(task: IETask, ctx: CheckContext) -> Outcome:
 
 
 @check("ie_split_consistent")
+@per_world("ie_split_consistent")
 def split_consistent(task: IETask, ctx: CheckContext) -> Outcome:
     """The split follows from the number of subtasks and the reference plan's length."""
     want = split_of(subgoal_count(task.goal), len(task.reference_plan))
@@ -172,6 +192,7 @@ def _run(env: HouseholdEnv, verifier: Verifier, steps: list[dict[str, Any]]) -> 
 
 
 @check("ie_reference_completes")
+@per_world("ie_reference_completes")
 @restorable
 def reference_completes(task: IETask, ctx: CheckContext) -> Outcome:
     """The reference plan reaches the verifier on every one of several executions from the
@@ -196,6 +217,7 @@ def reference_completes(task: IETask, ctx: CheckContext) -> Outcome:
 
 
 @check("ie_controls_fail")
+@per_world("ie_controls_fail")
 @restorable
 def controls_fail(task: IETask, ctx: CheckContext) -> Outcome:
     """A wrong-object control (the plan acting on another object type) and a wrong-receptacle
@@ -255,6 +277,7 @@ def _swap_receptacle(env: HouseholdEnv, steps: list[dict[str, Any]], targets: se
 # -- D2 ---------------------------------------------------------------------------------------
 
 @check("ie_state_restores")
+@per_world("ie_state_restores")
 def state_restores(task: IETask, ctx: CheckContext) -> Outcome:
     """Restoring the stored initial state gives it back exactly, also after the reference
     episode ran; the objects the goal names keep their task-relevant fields."""

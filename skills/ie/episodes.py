@@ -95,6 +95,7 @@ class Episode(BaseModel):
     initial_observation: str = ""
     final: list[dict[str, Any]] = Field(default_factory=list, description="the full object metadata at the end")
     final_absent: list[str] = Field(default_factory=list)
+    environment: str = Field("household", description="the IE world the episode ran in")
 
     @property
     def n_steps(self) -> int:

@@ -206,8 +206,17 @@ def evaluate_task(task: Any, state: dict[str, Any], spec: Any, *, client: Any = 
     from forge_skills.ie.trajectory_eqa import questions_for, score, visible
 
     agent = spec.create(task, client)
-    episode = run_episode(task, state, agent, max_steps=max_steps)
-    questions = questions_for(task, episode)
+    world = getattr(task, "environment", "household")
+    if world == "household":
+        episode = run_episode(task, state, agent, max_steps=max_steps)
+        questions = questions_for(task, episode)
+    else:  # another IE world runs its own episodes and asks its own trajectory questions
+        from forge.registry import lookup
+
+        runs = lookup("ie_world_episodes", world)
+        vision = bool(getattr(getattr(spec, "role", None), "vision", False))
+        episode = runs["run"](task, state, agent, max_steps=max_steps, image=vision)
+        questions = runs["questions"](task, episode)
     agent.last_reply = None
     responses = list(agent.answer([visible(q) for q in questions], episode))
     responses += [""] * (len(questions) - len(responses))

@@ -36,6 +36,7 @@ HIDDEN = ("task_type", "difficulty", "goal", "verifier", "reference_plan", "subt
 
 class IEPackageParams(BaseModel):
     model_checks: dict[str, Any] | None = Field(None, description="which checks ran on a model")
+    admission: dict[str, Any] | None = Field(None, description="states and bindings tried and admitted, and why not")
 
 
 @skill("ie.package", stage="S5", params=IEPackageParams)
@@ -48,6 +49,8 @@ def ie_package(ctx: SkillContext, blueprint: IEBlueprint, tasks: list[IETask]) -
     rows = []
     for _, task in selected:
         visible = {k: getattr(task, k) for k in VISIBLE}
+        if task.environment != "household":  # which simulator runs it, and its limits beyond steps
+            visible.update({"environment": task.environment, "budget": task.budget})
         rows.append(visible)
         files[f"tasks/{task.task_id}.json"] = ctx.put_blob(_json(visible))
         files[f"answers/{task.task_id}.json"] = ctx.put_blob(_json({"task_id": task.task_id,
@@ -55,23 +58,21 @@ def ie_package(ctx: SkillContext, blueprint: IEBlueprint, tasks: list[IETask]) -
         files[f"states/{task.task_id}.json"] = ctx.put_blob(_json(json.loads(ctx.get_blob(task.initial_state))))
     files["tasks.jsonl"] = ctx.put_blob("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows).encode())
     composition = _composition(blueprint, [t for _, t in selected])
+    if ctx.params.admission:
+        composition["admission"] = ctx.params.admission
     files["composition.json"] = ctx.put_blob(_json(composition))
-    import forge_resources.household.goals as goals_module
-
-    here = Path(__file__).parent
-    household = Path(goals_module.__file__).parent
+    world = _world({t.environment for _, t in selected})
     files[f"{mod}/__init__.py"] = ctx.put_blob(f'"""Verifier of the {blueprint.name} tasks."""\n'.encode())
-    files[f"{mod}/verify.py"] = ctx.put_blob((here / "verify_cli.py").read_bytes())
-    files[f"{mod}/goals.py"] = ctx.put_blob((household / "goals.py").read_bytes())
-    files[f"{mod}/catalog.py"] = ctx.put_blob((household / "catalog.py").read_bytes())
+    for name, data in world["files"]().items():
+        files[f"{mod}/{name}"] = ctx.put_blob(data)
     checks = ctx.params.model_checks
-    files["README.md"] = ctx.put_blob(_readme(blueprint, composition, mod, checks).encode())
+    files["README.md"] = ctx.put_blob(_readme(blueprint, composition, mod, checks, world).encode())
     counts = {"tasks": len(selected), "scenes": len({t.scene for _, t in selected}),
               "accepted_candidates": len(tasks)}
     manifest = {"format_version": PACKAGE_FORMAT_VERSION, "name": blueprint.name, "version": blueprint.version,
                 "track": blueprint.track, "intent_hash": blueprint.intent_hash,
                 "store_snapshot": digest(sorted(i for i, _ in selected)), "counts": counts,
-                "licence": {"source": "AI2-THOR scene metadata and ALFRED trials (MIT)", "terms": {"redistribute": True}},
+                "licence": world["licence"],
                 **({"model_checks": checks} if checks else {}),
                 "files": {p: files[p] for p in sorted(files)}}
     files["manifest.json"] = ctx.put_blob(_json(manifest))
@@ -127,22 +128,56 @@ def _composition(blueprint: IEBlueprint, tasks: list[IETask]) -> dict[str, Any]:
                                 "max": max((len(t.reference_plan) for t in tasks), default=0)}}
 
 
-def _readme(blueprint: IEBlueprint, composition: dict[str, Any], mod: str, checks: dict[str, Any] | None) -> str:
+def _household_files() -> dict[str, bytes]:
+    import forge_resources.household.goals as goals_module
+
+    household = Path(goals_module.__file__).parent
+    return {"verify.py": (Path(__file__).parent / "verify_cli.py").read_bytes(),
+            "goals.py": (household / "goals.py").read_bytes(), "catalog.py": (household / "catalog.py").read_bytes()}
+
+
+HOUSEHOLD = {
+    "files": _household_files, "scenes": "floor plans", "kind": "household",
+    "licence": {"source": "AI2-THOR scene metadata and ALFRED trials (MIT)", "terms": {"redistribute": True}},
+    "run": ("Run agents on every task (reference plan, random, greedy, or an OpenAI-compatible model) with "
+            "`forge eval PACKAGE --agent SPEC`."),
+    "episodes": "Episodes are capped at 150 steps; invalid actions are recorded and do not end an episode.",
+    "check": ["Check a terminal state (AI2-THOR's `event.metadata['objects']`, as JSON) against a task's goal with "
+              "only the standard library:", "", "    python -m {mod}.verify TASK_ID terminal_objects.json"],
+}
+
+
+def _world(environments: set[str]) -> dict[str, Any]:
+    """What a package of this IE world ships beside its tasks (its verifier, licence, README lines)."""
+    from forge.errors import ContractError
+    from forge.registry import lookup
+
+    if len(environments) != 1:
+        raise ContractError(f"one package holds tasks of one IE world; these tasks run in {sorted(environments)}")
+    (name,) = environments
+    return HOUSEHOLD if name == "household" else lookup("ie_world_package", name)
+
+
+def _readme(blueprint: IEBlueprint, composition: dict[str, Any], mod: str, checks: dict[str, Any] | None,
+            world: dict[str, Any]) -> str:
     lines = [f"# {blueprint.name} {blueprint.version}", "",
-             f"Interactive household benchmark: {composition['tasks']} tasks over {len(composition['scenes'])} floor "
-             "plans. Each task is a restorable initial state (`states/`), an instruction and an action interface "
+             f"Interactive {world['kind']} benchmark: {composition['tasks']} tasks over {len(composition['scenes'])} "
+             f"{world['scenes']}. Each task is a restorable initial state (`states/`), an instruction and an action interface "
              "(`tasks/`), and hidden goal conditions with a verifier compiled from them (`answers/`).", "",
              "| scene type | simple (target) | hard (target) |", "|---|---|---|"]
     for kind, row in composition["scene_types"].items():
         lines.append(f"| {kind} | {row.get('simple', {}).get('achieved', 0)} ({row.get('simple', {}).get('target', 0)}) "
                      f"| {row.get('hard', {}).get('achieved', 0)} ({row.get('hard', {}).get('target', 0)}) |")
+    adm = composition.get("admission") or {}
+    if "states_tried" in adm:
+        why = "; ".join(f"{n} {r}" for r, n in adm["not_admitted"].items())
+        lines += ["", f"Admission: {adm['states_admitted']} of {adm['states_tried']} seeded scenes settled with finite "
+                      f"poses{' (not admitted: ' + why + ')' if why else ''}; the reference reached the goal in "
+                      f"{adm['references_reached']} of {adm['bindings_drawn']} bindings tried."]
     lines += ["", "Splits: " + ", ".join(f"{k} {v}" for k, v in composition["splits"].items()) + ".",
-              "", "Episodes are capped at 150 steps; invalid actions are recorded and do not end an episode. "
-              "Give an agent `tasks/` and `states/`; keep `answers/` hidden.", "",
-              "Check a terminal state (AI2-THOR's `event.metadata['objects']`, as JSON) against a task's goal with "
-              "only the standard library:", "", f"    python -m {mod}.verify TASK_ID terminal_objects.json", "",
-              "Run agents on every task (reference plan, random, greedy, or an OpenAI-compatible model) with "
-              "`forge eval PACKAGE --agent SPEC`."]
+              "", world["episodes"] + " Give an agent `tasks/` and `states/`; keep `answers/` hidden.", "",
+              *[line.format(mod=mod) for line in world["check"]], "",
+              world["run"]]
     if checks and checks.get("without_model"):
         lines += ["", "Checks that ran on built-in backends, without a model: " + "; ".join(checks["without_model"]) + "."]
     return "\n".join(lines) + "\n"

@@ -32,8 +32,8 @@ class TaskSpec(BaseModel):
                                           "action_interface", "max_steps")
 
     task_id: str
-    scene: str = Field(description="the floor plan, e.g. FloorPlan6")
-    scene_type: Literal["kitchen", "living_room", "bedroom", "bathroom"]
+    scene: str = Field(description="the floor plan (FloorPlan6) or the simulator scene (Stack-1234)")
+    scene_type: str = Field(description="kitchen, living_room, bedroom, bathroom; lift, stack, pick_place, nut_assembly")
     split: Literal["short_simple", "short_hard", "long_simple", "long_hard"]
     task_type: str = Field(description="the task kind (an ALFRED task type or a household kind)")
     instruction: Instruction
@@ -44,6 +44,8 @@ class TaskSpec(BaseModel):
     reference_plan: list[dict[str, Any]] = Field(description="grounded actions (Action dicts) reaching the goal")
     subtasks: int = Field(ge=1)
     budget_steps: int = Field(ge=1, description="a fixed multiple of the reference plan's length, at most max_steps")
+    environment: str = Field("household", description="the IE world that runs the task (household, robosuite)")
+    budget: dict[str, Any] | None = Field(None, description="limits beyond steps: control steps, simulated seconds")
 
     def visible(self) -> dict[str, Any]:
         return {k: getattr(self, k) if not isinstance(getattr(self, k), BaseModel) else getattr(self, k).model_dump()

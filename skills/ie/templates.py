@@ -16,14 +16,14 @@ from forge.yamlfile import TEMPLATE_LIMITS, read_yaml
 from forge_resources.household.goals import TASK_TYPES
 from forge_skills.ie.types import IEBlueprint, TaskTemplate
 
-SLOT_KINDS = ("pickupable", "receptacle_for", "movable_receptacle_for", "present", "state_change")
+SLOT_KINDS = ("pickupable", "receptacle_for", "movable_receptacle_for", "present", "state_change", "object", "place")
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
 
 class Slot(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["pickupable", "receptacle_for", "movable_receptacle_for", "present", "state_change"]
+    kind: Literal["pickupable", "receptacle_for", "movable_receptacle_for", "present", "state_change", "object", "place"]
     of: str | list[str] | None = Field(None, description="the slot(s) whose type this receptacle must accept")
     types: list[str] | None = Field(None, description="only these object types")
     exclude: list[str] = Field(default_factory=list)
@@ -33,6 +33,9 @@ class Slot(BaseModel):
     field: str | None = Field(None, description="state_change: the metadata field the goal sets")
     want: Any = None
     receptacle: bool | None = Field(None, description="state_change: the object must (not) be a receptacle")
+    place_kind: str | None = Field(None, description="place: bin, peg or object (another object's top)")
+    matches: str | None = Field(None, description="place: shares a word with this slot's name (the square nut's "
+                                                  "square peg)")
 
 
 class TaskTemplateFile(BaseModel):
@@ -48,12 +51,13 @@ class TaskTemplateFile(BaseModel):
     goal: dict[str, Any]
     instruction: dict[str, list[str]]
     max_per_state: int = Field(2, ge=1, le=20)
+    scene_types: list[str] | None = Field(None, description="only scenes of these types (all when absent)")
 
     @model_validator(mode="after")
     def _consistent(self) -> "TaskTemplateFile":
         goal = self.goal
-        if ("alfred" in goal) == ("subtasks" in goal):
-            raise ValueError("goal: give exactly one of `alfred` (pddl_params) or `subtasks`")
+        if sum(k in goal for k in ("alfred", "subtasks", "outcomes")) != 1:
+            raise ValueError("goal: give exactly one of `alfred` (pddl_params), `subtasks` or `outcomes` (physical)")
         if "alfred" in goal and goal["alfred"].get("task_type") not in TASK_TYPES:
             raise ValueError(f"goal.alfred.task_type must be one of {list(TASK_TYPES)}")
         macro = self.instruction.get("macro") or []
@@ -66,7 +70,7 @@ class TaskTemplateFile(BaseModel):
                 raise ValueError(f"instruction {text!r} names no slot {sorted(unknown)}")
         for slot in self.slots.values():
             refs = [slot.of] if isinstance(slot.of, str) else (slot.of or [])
-            for ref in refs + ([slot.differs_from] if slot.differs_from else []):
+            for ref in refs + [r for r in (slot.differs_from, slot.matches) if r]:
                 if ref not in self.slots:
                     raise ValueError(f"a slot refers to {ref!r}, which is not a slot")
         return self
@@ -108,7 +112,8 @@ def load_task_template(ctx: SkillContext, blueprint: IEBlueprint) -> list[TaskTe
         return []
     return [TaskTemplate(id=tpl.id, version=tpl.version, task_type=tpl.task_type, difficulty=tpl.difficulty,
                          slots={k: v.model_dump(exclude_defaults=True) for k, v in tpl.slots.items()},
-                         goal={**tpl.goal, "requires": tpl.requires, "requires_any": tpl.requires_any},
+                         goal={**tpl.goal, "requires": tpl.requires, "requires_any": tpl.requires_any,
+                               **({"scene_types": tpl.scene_types} if tpl.scene_types else {})},
                          instruction=tpl.instruction, max_per_state=tpl.max_per_state, file=ctx.params.label)]
 
 

@@ -11,7 +11,7 @@ scene type or difficulty is short of its target.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,8 +46,9 @@ class IESpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     tasks: int = Field(220, ge=1, le=20_000)
-    scene_types: list[Literal["kitchen", "living_room", "bedroom", "bathroom"]] = Field(
-        default_factory=lambda: ["kitchen", "living_room", "bedroom", "bathroom"], min_length=1)
+    scene_types: list[str] | None = Field(None, min_length=1, description="scene types to build tasks in (household: "
+                                          "kitchen, living_room, bedroom, bathroom; robosuite: lift, stack, "
+                                          "pick_place, nut_assembly); every type the sources offer when absent")
     task_kinds: list[str] | None = Field(None, description="task kinds (ALFRED task types or household kinds) to "
                                                            "draw from; every template's when absent")
     hard_share: float = Field(0.5, ge=0.0, le=1.0, description="share of hard tasks (two or more subtasks)")
@@ -170,10 +171,29 @@ class IERunner(WorkflowRunner):
         self.log.flush(self.store)
         if not accepted:
             raise ContractError("no task passed gates B2, C2 and D2; see `forge audit` and the gate decisions")
-        node.fanout = [{"model_checks": self.models.report()}]
+        node.fanout = [{"model_checks": self.models.report(), "admission": self.admission()}]
         pkg = self.run_node(node.role, {"IEBlueprint": state["ids"]["IEBlueprint"], "IETask": accepted})
         self.require(node.role, pkg, "package")
         return {"ids": {"Package": pkg.verified}}
+
+    def admission(self) -> dict[str, Any]:
+        """The yield of admission: states tried and admitted (with the reasons, where a source
+        admits its states), bindings drawn and those whose reference reached the goal."""
+        from collections import Counter
+
+        collected = [a for role, r in self.results.items() if role.split("@")[0] == "collect" for a in r.verified]
+        flags = self.store.fields(collected, {"admitted": "$.admitted", "reason": "$.reason"})
+        judged = [f for f in flags.values() if f["admitted"] is not None]
+        made = self.results.get("synthesize", NodeResult())
+        drawn = getattr(self, "_drawn", set())
+        reached = {f["binding"] for f in self.store.fields(made.verified + made.rejected,
+                                                           {"binding": "$.binding"}).values()}
+        out: dict[str, Any] = {"bindings_drawn": len(drawn), "references_reached": len(reached & drawn)}
+        if judged:
+            reasons = Counter(f["reason"] for f in judged if f["admitted"] != "true")
+            out.update({"states_tried": len(judged), "states_admitted": sum(f["admitted"] == "true" for f in judged),
+                        "not_admitted": dict(sorted(reasons.items()))})
+        return out
 
     # -- steps ------------------------------------------------------------------------------
 

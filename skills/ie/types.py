@@ -151,6 +151,8 @@ class IETask(ArtifactContent):
     binding: str
     state_artifact: str
     difficulty: str
+    environment: str = Field("household", description="the registered IE world whose environment runs the task")
+    budget: dict[str, Any] | None = Field(None, description="limits beyond steps: control steps, simulated seconds")
 
     def summary(self) -> str:
         return f"{self.task_id} [{self.split}]: {self.instruction.get('macro')} ({len(self.reference_plan)} reference steps)"

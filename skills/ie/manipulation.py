@@ -1,0 +1,347 @@
+"""The IE track on robosuite: seeded manipulation scenes, admitted per seed, bound to task
+templates whose goals are physical outcomes, made into tasks with a scripted reference.
+
+A unit is one environment and seed. Its state is admitted when the scene settles (objects move
+less than ``DRIFT_LIMIT`` over the last settling steps) and every pose is finite; the reason is
+recorded either way, so the yield (tried, kept, why not) can be read from the store. A binding is
+admitted when the scripted reference reaches the goal from the restored state and no strict
+prefix of it does. Budgets are a fixed multiple of the reference: high-level steps, control
+steps and simulated seconds.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from forge.artifact_types import ArtifactContent
+from forge.keys import canonical_json, digest
+from forge.registry import register
+from forge.skills import SkillContext, skill
+from forge_skills.ie.templates import realize
+from forge_skills.ie.types import IEBlueprint, IETask, TaskBinding, TaskTemplate
+
+DRIFT_LIMIT = 0.002  # metres an object may still move over the last settling steps
+BUDGET_FACTOR = 3  # an agent's budget: this multiple of the reference (steps, control steps, seconds)
+STEPS_PER_SUBGOAL = 4  # move above, descend, grasp, lift: a subgoal needing more (a placement) is long
+ENVIRONMENT = "robosuite"
+SCENE_TYPES = {"Lift": "lift", "Stack": "stack", "PickPlace": "pick_place", "NutAssembly": "nut_assembly"}
+
+
+class ManipulationUnit(ArtifactContent):
+    source_kind: str
+    unit_index: int
+    env: str = Field(description="the robosuite environment")
+    scene_type: str
+    seed: int
+
+    def summary(self) -> str:
+        return f"unit {self.unit_index}: {self.env} seed {self.seed}"
+
+
+class ManipulationState(ArtifactContent):
+    """A seeded, settled scene (restorable exactly) and whether it was admitted."""
+
+    source_kind: str
+    unit_index: int
+    env: str
+    scene_type: str
+    seed: int
+    state: str = Field(description="blob: ManipulationEnv.get_state() as JSON")
+    drift_m: float
+    finite: bool
+    admitted: bool
+    reason: str = Field("", description="why the seed was not admitted")
+    objects: list[dict[str, Any]]
+
+    def summary(self) -> str:
+        verdict = "admitted" if self.admitted else f"not admitted ({self.reason})"
+        return f"{self.env} seed {self.seed}: drift {self.drift_m * 1000:.2f} mm, {verdict}"
+
+
+class ManipulationStructure(ArtifactContent):
+    """What binding reads: the things of an admitted state, by name and kind."""
+
+    state: str
+    state_blob: str
+    env: str
+    scene: str
+    scene_type: str
+    things: list[dict[str, str]] = Field(description="name and kind (object, bin, peg) of each thing")
+
+    def summary(self) -> str:
+        return f"{self.scene}: {[t['name'] for t in self.things]}"
+
+
+class UnitParams(BaseModel):
+    unit_index: int
+
+
+@skill("ie.plan_manipulation_units", stage="S2", params=UnitParams)
+def plan_manipulation_units(ctx: SkillContext, blueprint: IEBlueprint) -> list[ManipulationUnit]:
+    """Environments in turn (those whose scene types the blueprint targets), a seed each."""
+    src = next(s for s in blueprint.sources if s["kind"] == "robosuite_tasks")
+    envs = [e for e in src["envs"] if SCENE_TYPES[e] in blueprint.targets]
+    i = ctx.params.unit_index
+    env = envs[i % len(envs)]
+    seed = int(digest(blueprint.seed, blueprint.name, env, i // len(envs), length=8), 16)
+    return [ManipulationUnit(source_kind="robosuite_tasks", unit_index=i, env=env, scene_type=SCENE_TYPES[env],
+                             seed=seed)]
+
+
+@skill("ie.collect_manipulation_state", stage="S2", parallel=True)
+def collect_manipulation_state(ctx: SkillContext, unit: ManipulationUnit) -> list[ManipulationState]:
+    """The seeded scene, settled; admitted when it came to rest with finite poses."""
+    from forge_resources.robosuite.manipulation import ManipulationEnv
+
+    env = ctx.held("robosuite.manipulation", ManipulationEnv)
+    env.reset({"env": unit.env, "seed": unit.seed})
+    drift = float(env.drift)
+    objects = env.objects()
+    finite = bool(np.all(np.isfinite(env.data.qpos)) and all(np.all(np.isfinite(o["position"])) for o in objects))
+    reasons = ([] if finite else ["a pose is not finite"]) + (
+        [] if drift < DRIFT_LIMIT else [f"objects still moved {drift * 1000:.1f} mm while settling"])
+    state = env.get_state()
+    return [ManipulationState(source_kind=unit.source_kind, unit_index=unit.unit_index, env=unit.env,
+                              scene_type=unit.scene_type, seed=unit.seed,
+                              state=ctx.put_blob(canonical_json(state).encode()), drift_m=round(drift, 6),
+                              finite=finite, admitted=not reasons, reason="; ".join(reasons),
+                              objects=[{k: o[k] for k in ("name", "kind", "position")} for o in objects])]
+
+
+@skill("ie.structure_manipulation_state", stage="S3")
+def structure_manipulation_state(ctx: SkillContext, state: ManipulationState) -> list[ManipulationStructure]:
+    """The things of an admitted state (a state not admitted binds nothing)."""
+    if not state.admitted:
+        return []
+    return [ManipulationStructure(state=ctx.input_ids["state"], state_blob=state.state, env=state.env,
+                                  scene=f"{state.env}-{state.seed}", scene_type=state.scene_type,
+                                  things=[{"name": o["name"], "kind": o["kind"]} for o in state.objects])]
+
+
+# -- binding ---------------------------------------------------------------------------------------
+
+@skill("ie.bind_manipulation_template", stage="S4")
+def bind_manipulation_template(ctx: SkillContext, template: TaskTemplate,
+                               structure: ManipulationStructure) -> list[TaskBinding]:
+    """Assignments of the scene's things to the template's slots (objects to object slots,
+    places of the asked kind to place slots)."""
+    if "outcomes" not in template.goal:
+        return []
+    allowed = template.goal.get("scene_types")
+    if allowed and structure.scene_type not in allowed:
+        return []
+    out = []
+    for slots in _assignments(template.slots, structure.things):
+        goal = {"outcomes": _fill(template.goal["outcomes"], slots), "mode": "all"}
+        variant = int(digest(template.id, slots, structure.scene, length=8), 16) % len(template.instruction["macro"])
+        out.append(TaskBinding(template=template.id, template_artifact=ctx.input_ids["template"],
+                               structure=ctx.input_ids["structure"], state=structure.state,
+                               state_blob=structure.state_blob, scene=structure.scene,
+                               scene_type=structure.scene_type, task_type=template.task_type,
+                               difficulty=template.difficulty, slots=slots, goal=goal,
+                               macro=realize(template.instruction["macro"][variant], slots), variant=variant))
+    order = ctx.rng.permutation(len(out))
+    return [out[int(i)] for i in order][: template.max_per_state]
+
+
+def _assignments(slots: dict[str, dict[str, Any]], things: list[dict[str, str]]) -> list[dict[str, str]]:
+    names = sorted(slots, key=lambda n: (slots[n]["kind"] == "place", n))  # objects before the places they refer to
+    out: list[dict[str, str]] = []
+
+    def options(name: str, chosen: dict[str, str]) -> list[str]:
+        spec = slots[name]
+        if spec["kind"] == "object":
+            found = [t["name"] for t in things if t["kind"] == "object"]
+        else:
+            want = spec.get("place_kind")
+            found = [t["name"] for t in things if t["kind"] == want]
+        if spec.get("types"):
+            found = [f for f in found if f in spec["types"]]
+        if spec.get("matches"):
+            words = set(chosen.get(spec["matches"], "").split()) - {"nut", "cube", "peg", "bin"}
+            found = [f for f in found if words & set(f.split())]
+        taken = set(chosen.values())
+        return [f for f in found if f not in taken]
+
+    def walk(i: int, chosen: dict[str, str]) -> None:
+        if i == len(names):
+            out.append(dict(chosen))
+            return
+        for value in options(names[i], chosen):
+            chosen[names[i]] = value
+            walk(i + 1, chosen)
+            del chosen[names[i]]
+
+    walk(0, {})
+    return out
+
+
+def _fill(value: Any, slots: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        for name, thing in slots.items():
+            value = value.replace("{" + name + "}", thing)
+        return value
+    if isinstance(value, list):
+        return [_fill(v, slots) for v in value]
+    if isinstance(value, dict):
+        return {k: _fill(v, slots) for k, v in value.items()}
+    return value
+
+
+# -- tasks ----------------------------------------------------------------------------------------------
+
+def subgoals_of(goal: dict[str, Any], env_name: str) -> list:
+    """The bound outcomes as subgoals on the environment's things (a name it lacks: KeyError)."""
+    from forge_resources.robosuite.task_kinds import Subgoal, things
+
+    th = things(env_name)
+    return [Subgoal(o["kind"], th[o["object"]], th[o["place"]] if o.get("place") else None)
+            for o in goal["outcomes"]]
+
+
+def verifier_of(goal: dict[str, Any], env_name: str) -> dict[str, Any]:
+    """The compiled verifier: the physical outcome on body names, with its tolerances."""
+    from forge_resources.robosuite import outcomes
+    from forge_resources.robosuite.task_kinds import goal_of
+
+    return {"kind": "physical", "environment": env_name, "goal": goal_of(subgoals_of(goal, env_name)),
+            "tolerances": {"lift_margin_m": outcomes.LIFT_MARGIN, "peg_xy_m": outcomes.PEG_XY,
+                           "peg_z_m": outcomes.PEG_Z, "bin_height_m": 0.1}}
+
+
+def state_env(ctx_get_blob, blob: str):
+    """A manipulation environment restored to a stored state (one per process, reused)."""
+    from forge.skills import held
+    from forge_resources.robosuite.manipulation import ManipulationEnv
+
+    env = held("robosuite.manipulation", ManipulationEnv)
+    state = json.loads(ctx_get_blob(blob))
+    env.set_state(state)
+    return env, state
+
+
+def execute(env: Any, steps: list[dict[str, Any]], goal: dict[str, Any]) -> tuple[bool, list[bool], str]:
+    """(every step valid, the goal after each step, the first refusal)."""
+    from forge_resources.household.protocol import Action
+    from forge_resources.robosuite.outcomes import holds
+
+    after = []
+    for step in steps:
+        result = env.step(Action.from_dict(step))
+        if not result.valid:
+            return False, after, result.message
+        after.append(holds(goal, env))
+    return True, after, ""
+
+
+@skill("ie.synthesize_manipulation_task", stage="S4", parallel=True)
+def synthesize_manipulation_task(ctx: SkillContext, binding: TaskBinding) -> list[IETask]:
+    """The binding as a task when its scripted reference reaches the goal from the restored
+    state and no strict prefix does (the seed's admission); budgets from the reference."""
+    from forge_resources.robosuite.manipulation import CONTROL_DT, ManipulationEnv
+    from forge_resources.robosuite.task_kinds import reference_plan
+
+    env_name = binding.scene.split("-")[0]
+    env, state = state_env(ctx.get_blob, binding.state_blob)
+    subgoals = subgoals_of(binding.goal, env_name)
+    verifier = verifier_of(binding.goal, env_name)
+    steps = [a.to_dict() for a in reference_plan(subgoals)]
+    ok, after, _ = execute(env, steps, verifier["goal"])
+    if not ok or not after or not after[-1] or any(after[:-1]):
+        return []
+    control = env.control_steps()
+    micro = [_say(s) for s in steps]
+    return [IETask(
+        task_id=f"{binding.scene.lower()}-{binding.template}-{digest(ctx.input_ids['binding'], length=8)}",
+        scene=binding.scene, scene_type=binding.scene_type,
+        split=f"{'long' if len(steps) > STEPS_PER_SUBGOAL * len(subgoals) else 'short'}_"
+              f"{'hard' if len(subgoals) >= 2 else 'simple'}",
+        task_type=binding.task_type, instruction={"macro": binding.macro, "micro": micro},
+        action_interface=action_interface(), max_steps=BUDGET_FACTOR * len(steps),
+        goal=binding.goal, verifier=verifier, reference_plan=steps, subtasks=len(subgoals),
+        budget_steps=BUDGET_FACTOR * len(steps), initial_state=binding.state_blob, template=binding.template,
+        binding=ctx.input_ids["binding"], state_artifact=binding.state, difficulty=binding.difficulty,
+        environment=ENVIRONMENT,
+        budget={"steps": BUDGET_FACTOR * len(steps), "control_steps": BUDGET_FACTOR * control,
+                "simulated_seconds": round(BUDGET_FACTOR * control * CONTROL_DT, 2),
+                "reference_control_steps": control})]
+
+
+def action_interface() -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from forge_resources.robosuite.manipulation import ACTIONS
+
+    return {"actions": [asdict(a) for a in ACTIONS], "grounded": True, "stop": "Stop: end the episode",
+            "levels": {"low": ["MoveDelta"], "high": [a.name for a in ACTIONS if a.name != "MoveDelta"]},
+            "control_hz": 20}
+
+
+_SAY = {"MoveAbove": "Move the gripper above the {0}.", "Descend": "Lower the gripper around the {0}.",
+        "Grasp": "Close the gripper.", "Lift": "Lift it.", "PlaceAt": "Put it {at} the {0} and let go.",
+        "Release": "Open the gripper."}
+
+
+def _say(step: dict[str, Any]) -> str:
+    args = step.get("args") or []
+    at = "in" if args and args[0].startswith("bin") else ("over" if args and args[0].endswith("peg") else "on")
+    return _SAY[step["name"]].format(*args, at=at)
+
+
+def robosuite_setup(entry: dict[str, Any], src: Any) -> tuple[list[str], int]:
+    """The scene types of the environments asked, in their order."""
+    return [SCENE_TYPES[e] for e in src.envs], TASKS_PER_UNIT
+
+
+TASKS_PER_UNIT = 2  # admitted tasks a seed yields across the library (measured), to size the units
+register("ie_source_setup", "robosuite_tasks", robosuite_setup)
+
+
+def _package_files() -> dict[str, bytes]:
+    from pathlib import Path
+
+    import forge_resources.robosuite.outcomes as outcomes
+
+    return {"outcomes.py": Path(outcomes.__file__).read_bytes()}
+
+
+register("ie_world_package", ENVIRONMENT, {
+    "files": _package_files, "scenes": "seeded robosuite scenes", "kind": "manipulation",
+    "licence": {"source": "robosuite's environments, models and assets (MIT)", "terms": {"redistribute": True}},
+    "episodes": ("Each task's budget (high-level steps, control steps at 20 Hz and simulated seconds) is three times "
+                 "its scripted reference's; invalid actions are recorded and do not end an episode."),
+    "run": ("Run an episode by restoring `states/<task>.json` in forge's `ManipulationEnv` and stepping its actions; "
+            "the gates ran each reference three times, a cut and a wrong-target control, and a restore check."),
+    "check": ["The verifier (`answers/<task>.json`, field `verifier.goal`) is a physical outcome on MuJoCo body "
+              "names with tolerances; `{mod}/outcomes.py` evaluates it with `holds(goal, scene)` on a restored "
+              "simulator state (forge's `ManipulationEnv` restores `states/<task>.json` exactly)."],
+})
+
+
+def reverify_task(answer: dict[str, Any], state: dict[str, Any]) -> str | None:
+    """A released task re-run from its own files: the state restores exactly, the goal does not
+    hold at the start, the reference runs valid and reaches it, no strict prefix does."""
+    from forge.skills import held
+    from forge_resources.robosuite.manipulation import ManipulationEnv
+    from forge_resources.robosuite.outcomes import holds
+
+    env = held("robosuite.manipulation", ManipulationEnv)
+    env.set_state(state)
+    if env.get_state() != state:
+        return "the initial state does not restore exactly"
+    goal = answer["verifier"]["goal"]
+    if holds(goal, env):
+        return "the goal already holds at the start"
+    ok, after, refused = execute(env, answer["reference_plan"], goal)
+    if not ok:
+        return f"reference step {len(after) + 1} is refused: {refused}"
+    if any(after[:-1]):
+        return f"a strict prefix of {after.index(True) + 1} steps already meets the goal"
+    return None if after and after[-1] else "the reference plan ends without meeting the goal"
+
+
+register("ie_world_reverify", ENVIRONMENT, reverify_task)
