@@ -12,14 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
-import yaml
 
 from forge.build import BuildOptions, build
-from workspace import ROOT, peak_memory_mb
+from workspace import example_intent, peak_memory_mb
 
 
 def main() -> None:
@@ -27,12 +25,8 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=220)
     ap.add_argument("--workers", type=int, default=0)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="forge-ie-"))
-    intent = yaml.safe_load((ROOT / "examples" / "household_interactive.yaml").read_text())
-    intent["ie"]["tasks"] = args.tasks
-    intent["sources"][0]["data_root"] = str((ROOT / "examples" / intent["sources"][0]["data_root"]).resolve())
-    path = work / "intent.yaml"
-    path.write_text(yaml.safe_dump(intent, sort_keys=False))
+    work, path = example_intent("household_interactive", "forge-ie-",
+                                lambda intent: intent["ie"].update(tasks=args.tasks))
     t0 = time.perf_counter()
     s = build(path, BuildOptions(store_dir=work / "store", out_dir=work / "out", workers=args.workers, progress=False))
     seconds = time.perf_counter() - t0

@@ -18,16 +18,14 @@ import argparse
 import json
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
-import yaml
 
 from forge.build import BuildOptions, build
 from forge.store import Store
 from forge_skills.verify.reverify import reverify_package
-from workspace import ROOT, peak_memory_mb
+from workspace import example_intent, peak_memory_mb
 
 
 def main() -> None:
@@ -45,17 +43,14 @@ def main() -> None:
 
 
 def oe(args: argparse.Namespace) -> None:
-    work = Path(tempfile.mkdtemp(prefix="forge-robosuite-"))
-    intent = yaml.safe_load((ROOT / "examples" / "arm_robosuite.yaml").read_text())
-    scale = args.items / intent["oe"]["items"]
-    intent["oe"]["items"] = args.items
-    for src in intent["sources"]:
-        if "root" in src:
-            src["root"] = str((ROOT / "examples" / src["root"]).resolve())
-        if src.get("scenes"):  # the scene count the example sets, scaled with the items
-            src["scenes"] = max(2, round(src["scenes"] * scale))
-    path = work / "intent.yaml"
-    path.write_text(yaml.safe_dump(intent, sort_keys=False))
+    def resize(intent: dict) -> None:
+        scale = args.items / intent["oe"]["items"]
+        intent["oe"]["items"] = args.items
+        for src in intent["sources"]:
+            if src.get("scenes"):  # the scene count the example sets, scaled with the items
+                src["scenes"] = max(2, round(src["scenes"] * scale))
+
+    work, path = example_intent("arm_robosuite", "forge-robosuite-", resize)
     t0 = time.perf_counter()
     s = build(path, BuildOptions(store_dir=work / "store", out_dir=work / "out", workers=args.workers, progress=False))
     seconds = time.perf_counter() - t0
@@ -90,11 +85,8 @@ def ie(args: argparse.Namespace) -> None:
     from forge_skills.ie.manipulation_checks import REPEATS
     from forge_skills.ie.reverify import reverify_ie_package
 
-    work = Path(tempfile.mkdtemp(prefix="forge-robosuite-ie-"))
-    intent = yaml.safe_load((ROOT / "examples" / "tabletop_interactive.yaml").read_text())
-    intent["ie"]["tasks"] = args.tasks
-    path = work / "intent.yaml"
-    path.write_text(yaml.safe_dump(intent, sort_keys=False))
+    work, path = example_intent("tabletop_interactive", "forge-robosuite-ie-",
+                                lambda intent: intent["ie"].update(tasks=args.tasks))
     t0 = time.perf_counter()
     s = build(path, BuildOptions(store_dir=work / "store", out_dir=work / "out", workers=args.workers, progress=False))
     seconds = time.perf_counter() - t0

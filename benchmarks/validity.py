@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from forge.artifact_types import EvidenceRecord, ImageRecord, OEItem, SourceRecord
+from forge.artifact_types import OEItem, SourceRecord
 from forge_skills.verify.blind_solvers import SOLVERS, blind_report
 from forge.store import Store
 from forge_skills.synthesize.admission import naming_problem, named_slots, shown_views, slot_names, visibility_problem

@@ -7,7 +7,7 @@ import resource
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -37,6 +37,24 @@ def prepare(items: int, workers: int, prefix: str, *, copy_templates: bool = Tru
     path = work / "intent.yaml"
     path.write_text(yaml.safe_dump(intent, sort_keys=False))
     return work, path, BuildOptions(store_dir=work / "store", out_dir=work / "out", workers=workers, progress=False)
+
+
+FOLDER_FIELDS = ("root", "data_root")  # source fields holding folders relative to the example
+
+
+def example_intent(example: str, prefix: str, edit: Callable[[dict[str, Any]], None]) -> tuple[Path, Path]:
+    """(work folder, intent path): an example intent with its source folders made absolute and
+    ``edit`` applied, written into a fresh temporary folder."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    intent: dict[str, Any] = yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text())
+    for src in intent["sources"]:
+        for key in FOLDER_FIELDS:
+            if key in src:
+                src[key] = str((ROOT / "examples" / src[key]).resolve())
+    edit(intent)
+    path = work / "intent.yaml"
+    path.write_text(yaml.safe_dump(intent, sort_keys=False))
+    return work, path
 
 
 def peak_memory_mb() -> tuple[float, float]:

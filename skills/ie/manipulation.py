@@ -242,7 +242,7 @@ def execute(env: Any, steps: list[dict[str, Any]], goal: dict[str, Any]) -> tupl
 def synthesize_manipulation_task(ctx: SkillContext, binding: TaskBinding) -> list[IETask]:
     """The binding as a task when its scripted reference reaches the goal from the restored
     state and no strict prefix does (the seed's admission); budgets from the reference."""
-    from forge_resources.robosuite.manipulation import CONTROL_DT, ManipulationEnv
+    from forge_resources.robosuite.manipulation import CONTROL_DT
     from forge_resources.robosuite.task_kinds import reference_plan
 
     env_name = binding.scene.split("-")[0]

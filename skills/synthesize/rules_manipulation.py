@@ -39,17 +39,22 @@ def _touching_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[
     return "no", {"touching": False, "gap_cm": gap_cm}
 
 
-def _touching_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
-    visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
-    out = []
-    for a, b in itertools.combinations(visible, 2):
-        answer, d = _touching_derive(ft, view, {"a": a, "b": b}, tpl)
-        if answer is not None:
-            out.append(Candidate({"a": a, "b": b}, answer, abs(d["gap_cm"]), d))
-    return out
+def _pairs(derive, *, ordered: bool, margin=lambda d: 1.0):
+    """Candidates over pairs of visible objects (ordered pairs where the relation is not symmetric)."""
+    def candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+        visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
+        pairs = itertools.permutations(visible, 2) if ordered else itertools.combinations(visible, 2)
+        out = []
+        for a, b in pairs:
+            answer, d = derive(ft, view, {"a": a, "b": b}, tpl)
+            if answer is not None:
+                out.append(Candidate({"a": a, "b": b}, answer, margin(d), d))
+        return out
+    return candidates
 
 
-register(Rule("touching", _touching_candidates, _touching_derive, ("a", "b"), ("yes_no",)))
+register(Rule("touching", _pairs(_touching_derive, ordered=False, margin=lambda d: abs(d["gap_cm"])),
+              _touching_derive, ("a", "b"), ("yes_no",)))
 
 
 # -- the gripper, hinges and stacking -----------------------------------------------------------
@@ -127,23 +132,11 @@ def _stacked_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
     return None, {"reason": "what it rests on is unclear"}
 
 
-def _pairs(derive):
-    def candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
-        visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
-        out = []
-        for a, b in itertools.permutations(visible, 2):
-            answer, d = derive(ft, view, {"a": a, "b": b}, tpl)
-            if answer is not None:
-                out.append(Candidate({"a": a, "b": b}, answer, 1.0, d))
-        return out
-    return candidates
-
-
 register(Rule("gripper_closed", _gripper_closed_candidates, _gripper_closed_derive, (), ("yes_no",)))
 register(Rule("holding", per_object(_holding_derive), _holding_derive, ("object",), ("yes_no",)))
 register(Rule("hinge_open", per_object(_hinge_open_derive, lambda d: d["opening_deg"]), _hinge_open_derive,
               ("object",), ("yes_no",)))
-register(Rule("stacked", _pairs(_stacked_derive), _stacked_derive, ("a", "b"), ("yes_no",)))
+register(Rule("stacked", _pairs(_stacked_derive, ordered=True), _stacked_derive, ("a", "b"), ("yes_no",)))
 
 
 # -- clips: what changed between moments --------------------------------------------------------

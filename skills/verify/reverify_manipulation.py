@@ -34,12 +34,21 @@ def _gripper_px(source: dict[str, Any], view: int) -> int:
     return next(v for v in source["views"] if v["index"] == view)["body_pixels"].get("gripper", 0)
 
 
-def touching(template, slots, view, source, arrays):
-    adm = template["admission"]
+def _visible_pair(template, slots, view, source, arrays):
+    """The pair's records and display names, or None when either shows too few pixels."""
     objs, shown = _objects(source)
     a, b = objs[slots["a"]], objs[slots["b"]]
-    if any(_px(arrays, o["body"], view) < adm.get("min_visible_pixels", 1) for o in (a, b)):
+    if any(_px(arrays, o["body"], view) < template["admission"].get("min_visible_pixels", 1) for o in (a, b)):
         return None
+    return a, b, shown
+
+
+def touching(template, slots, view, source, arrays):
+    adm = template["admission"]
+    pair = _visible_pair(template, slots, view, source, arrays)
+    if pair is None:
+        return None
+    a, b, shown = pair
     if shown.get(b.get("source_name")) in [shown.get(t) for t in a.get("touching", [])] or \
             shown.get(a.get("source_name")) in [shown.get(t) for t in b.get("touching", [])]:
         return "yes"
@@ -48,10 +57,10 @@ def touching(template, slots, view, source, arrays):
 
 def stacked(template, slots, view, source, arrays):
     adm = template["admission"]
-    objs, shown = _objects(source)
-    a, b = objs[slots["a"]], objs[slots["b"]]
-    if any(_px(arrays, o["body"], view) < adm.get("min_visible_pixels", 1) for o in (a, b)):
+    pair = _visible_pair(template, slots, view, source, arrays)
+    if pair is None:
         return None
+    a, b, shown = pair
     if shown.get(a.get("support")) == b["name"]:
         return "yes"
     kind = source.get("bodies", {}).get(a.get("support"))
