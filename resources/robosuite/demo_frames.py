@@ -20,6 +20,10 @@ from forge_resources.robosuite.world import HIDDEN_GROUP, OBJECT_IDS, SceneObjec
 # recorded root body (digits dropped, lower case) -> the identity items name it by
 DEMO_IDENTITIES = {"milk": "milk carton", "bread": "bread loaf", "cereal": "cereal box", "can": "can", "cube": "cube",
                    "cubea": "cube", "cubeb": "cube", "squarenut": "square nut", "roundnut": "round nut", "door": "door"}
+# An object whose recorded mesh is stretched unevenly no longer looks like its identity (the
+# PickPlace demos squash the cereal box 0.4 x 1.0 x 0.4 into a small block): it goes by this.
+RESHAPED = "block"
+MAX_STRETCH = 1.25  # largest over smallest scale factor of a mesh that still keeps its look
 WITH_OBJECTS = ("Door", "Lift", "NutAssembly", "PickPlace", "Stack")  # Wipe has nothing to ask about
 MIN_SPACING = 12  # states (0.6 s at robosuite's 20 Hz) between two moments of one demonstration
 
@@ -86,6 +90,7 @@ class DemoWorld(World):
 
         model = scene.model
         roots = root_of(model)
+        stretched = _stretched_meshes(scene.portable.xml)
         objects: list[SceneObject] = []
         for b in range(1, model.nbody):
             if roots[b] != b:
@@ -98,9 +103,25 @@ class DemoWorld(World):
                     model.geom_group[g] = HIDDEN_GROUP
                 continue
             identity = DEMO_IDENTITIES.get(re.sub(r"\d+$", "", name).lower())
+            meshes = {mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_MESH, int(model.geom_dataid[g]))
+                      for g in geoms if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH}
+            if identity is not None and meshes & stretched:
+                identity = RESHAPED
             if identity is not None:
                 objects.append(SceneObject(name, identity, OBJECT_IDS + len(objects), bodies, geoms))
         return cls(model, scene.data, objects)
+
+
+def _stretched_meshes(xml: str) -> set[str]:
+    """Names of the model's meshes scaled unevenly (largest factor over smallest above MAX_STRETCH)."""
+    import xml.etree.ElementTree as ET
+
+    out = set()
+    for mesh in ET.fromstring(xml).iter("mesh"):
+        factors = [abs(float(v)) for v in (mesh.get("scale") or "1 1 1").split()]
+        if factors and min(factors) > 0 and max(factors) / min(factors) > MAX_STRETCH:
+            out.add(mesh.get("name") or "")
+    return out
 
 
 @lru_cache(maxsize=8)

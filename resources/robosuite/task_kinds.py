@@ -63,7 +63,8 @@ def cut_control(plan: list[Action]) -> list[Action]:
 def wrong_target_control(subgoals: list[Subgoal], env_name: str) -> list[Action] | None:
     """The reference acting on the wrong thing: the last subgoal's object swapped for another
     object of the scene (or, with two objects, the roles of object and place exchanged), else
-    its place swapped for another place of the same kind. None when the scene has no other."""
+    its place swapped for another place of the same kind (the other nut's peg, when both nuts
+    are asked). None when the scene has no other."""
     last = subgoals[-1]
     named = set()
     for s in subgoals:
@@ -74,7 +75,9 @@ def wrong_target_control(subgoals: list[Subgoal], env_name: str) -> list[Action]
     elif last.place is not None and last.place.kind == "object":
         wrong = Subgoal(last.kind, last.place, last.object)
     else:
-        places = [t for t in THINGS[env_name] if last.place and t.kind == last.place.kind and t.name not in named]
+        # another place of the kind, one no subgoal names if there is one
+        places = sorted((t for t in THINGS[env_name] if last.place and t.kind == last.place.kind
+                         and t.name != last.place.name), key=lambda t: t.name in named)
         if not places:
             return None
         wrong = Subgoal(last.kind, last.object, places[0])

@@ -28,21 +28,36 @@ def _label(draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, size: 
 
 
 def draw_markers(rgb: np.ndarray, markers: list[dict]) -> np.ndarray:
-    """Ring each marked object and tag it with its label; all markers look alike."""
+    """Ring each marked object and tag it with its label; all markers look alike. A label goes
+    beside its own ring where it covers no other ring and no label already placed (above, then
+    below, right, left), so a tag never sits on another marked object."""
     img = Image.fromarray(rgb).convert("RGB")
     draw = ImageDraw.Draw(img)
     h, w = rgb.shape[:2]
     size = max(10, h // 18)
+    rings = []
     for m in markers:
         x0, y0, x1, y1 = m["bbox"]
         cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-        r = max(x1 - x0, y1 - y0) / 2 + 5
+        rings.append((cx, cy, max(x1 - x0, y1 - y0) / 2 + 5))
+    placed: list[tuple[float, float, float, float]] = []
+    for i, (m, (cx, cy, r)) in enumerate(zip(markers, rings)):
         draw.ellipse((cx - r, cy - r, cx + r, cy + r), outline=MARKER_COLOR, width=2)
-        # The label sits centred just above its ring (below it when the ring touches the top).
-        lx = min(max(cx - size / 3, 2), w - size - 6)
-        ly = cy - r - size - 4 if cy - r - size - 4 >= 2 else min(cy + r + 3, h - size - 6)
-        _label(draw, (lx, ly), m["label"], size)
+        box = draw.textbbox((0, 0), m["label"], font=_font(size))
+        tw, th = box[2] - box[0] + 6, box[3] - box[1] + 4
+        others = [(ox - orad, oy - orad, ox + orad, oy + orad) for j, (ox, oy, orad) in enumerate(rings) if j != i]
+        spots = [(cx - tw / 2, cy - r - th - 3), (cx - tw / 2, cy + r + 3), (cx + r + 3, cy - th / 2),
+                 (cx - r - tw - 3, cy - th / 2)]
+        spots = [(min(max(x, 2), w - tw - 2), min(max(y, 2), h - th - 2)) for x, y in spots]
+        lx, ly = min(spots, key=lambda xy: sum(_overlap((xy[0], xy[1], xy[0] + tw, xy[1] + th), o)
+                                               for o in others + placed))
+        placed.append((lx, ly, lx + tw, ly + th))
+        _label(draw, (lx + 3, ly + 2), m["label"], size)
     return np.asarray(img)
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
 def panel(images: list[np.ndarray], labels: list[str]) -> np.ndarray:

@@ -20,7 +20,7 @@ pytest.importorskip("robosuite", reason="the robosuite extra is not installed (p
 pytest.importorskip("h5py")
 
 from forge.store import Store  # noqa: E402
-from forge_resources.robosuite.demo_frames import (MIN_SPACING, DemoWorld, clip_count, clip_windows,  # noqa: E402
+from forge_resources.robosuite.demo_frames import (MIN_SPACING, RESHAPED, DemoWorld, clip_count, clip_windows,  # noqa: E402
                                                    demos_under, moment_count, moments, recorded, unit_clip,
                                                    unit_moment)
 from forge_resources.robosuite.scenes import IDENTITIES  # noqa: E402
@@ -63,6 +63,14 @@ def test_clips_are_moments_in_time_order_overlapping_by_half():
         assert all(b[0] - a[0] == 30 for a, b in zip(windows, windows[1:])) and windows[-1][-1] < len(d)
     assert clip_count(str(DATA), 4, 20) == sum(len(clip_windows(d, 4, 20)) for d in demos)
     assert {unit_clip(str(DATA), u, 4, 20)[0].env_name for u in range(5)} == {d.env_name for d in demos}
+
+
+def test_an_object_its_recorded_model_reshapes_is_not_named_by_its_identity():
+    """PickPlace's recorded models squash the cereal box (0.4 x 1.0 x 0.4) into a small block;
+    the milk carton and bread loaf, scaled evenly, keep their names."""
+    _, _, world = _world("PickPlace")
+    names = {o.name: o.identity for o in world.objects}
+    assert names == {"Milk0": "milk carton", "Bread0": "bread loaf", "Cereal0": "block", "Can0": "can"}
 
 
 def test_the_gripper_is_open_then_closed_on_the_lifted_cube():
@@ -112,7 +120,7 @@ def test_the_example_builds_from_scenes_and_demonstrations_and_reverifies(tmp_pa
     composition = json.loads((package / "composition.json").read_text())
     assert all(composition["sources"][k]["items"] > 0 for k in ("robosuite_scenes", "robosuite_demos"))
     assert set(composition["sources"]) == {"robosuite_scenes", "robosuite_demos", "robosuite_demo_clips"}
-    identities = set(IDENTITIES.values())
+    identities = set(IDENTITIES.values()) | {RESHAPED}
     items = [json.loads(line) for line in (package / "items.jsonl").read_text().splitlines()]
     for it in items:
         assert not re.search(r"\b(cube|nut|can|carton) \d\b", it["question"]), it["question"]
