@@ -39,7 +39,7 @@ def prepare(items: int, workers: int, prefix: str, *, copy_templates: bool = Tru
     return work, path, BuildOptions(store_dir=work / "store", out_dir=work / "out", workers=workers, progress=False)
 
 
-FOLDER_FIELDS = ("root", "data_root")  # source fields holding folders relative to the example
+FOLDER_FIELDS = ("root", "data_root", "demos")  # source fields holding folders relative to the example
 
 
 def example_intent(example: str, prefix: str, edit: Callable[[dict[str, Any]], None]) -> tuple[Path, Path]:

@@ -259,7 +259,12 @@ class RobosuiteDemoClipSource(SourceSpec):
 class RobosuiteTaskSource(SourceSpec):
     """Seeded scenes of robosuite's manipulation environments as interactive tasks."""
 
+    FOLDERS: ClassVar[tuple[str, ...]] = ("demos",)
+
     kind: Literal["robosuite_tasks"]
+    demos: str | None = Field(None, description="folder of real demonstrations (<task>/<robot>/demo.hdf5), relative "
+                                               "to the intent file: each of an environment asked is tried as a task "
+                                               "whose reference is its recorded actions")
     scenes: int | None = Field(None, ge=1, le=5000, description="seeds to try (an environment and a seed each); "
                                                                "derived from ie.tasks when absent")
     envs: list[Literal["Lift", "Stack", "PickPlace", "NutAssembly"]] = Field(

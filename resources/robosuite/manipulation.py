@@ -19,13 +19,13 @@ goals and verifiers use the model's body names and stay hidden from the agent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from forge_resources.household.protocol import Action, ActionSpec, Observation, StepResult
 from forge_resources.robosuite.motion import Motion
+from forge_resources.robosuite.things import THINGS, Thing
 from forge_resources.robosuite.queries import SimQueries
 from forge_resources.robosuite.scenes import RobosuiteScenes, SceneError
 from forge_resources.robosuite.world import HIDDEN_GROUP
@@ -33,29 +33,6 @@ from forge_resources.robosuite.world import HIDDEN_GROUP
 CONTROL_DT = 0.05  # seconds of simulated time per control step (robosuite's 20 Hz)
 
 
-@dataclass(frozen=True)
-class Thing:
-    """Something the agent can name: an object it may pick up, or a place it may put one."""
-
-    name: str  # what a person calls it
-    body: str  # the model's root body
-    kind: str  # "object" or one of PLACE_KINDS
-    grasp_site: str | None = None  # where to grasp it, when not at its centre (a nut's handle)
-    compartments: bool = False  # a bin split by walls into four quarters (PickPlace's target bin)
-
-
-PLACE_KINDS = ("bin", "peg", "object")  # a place inside, a place to slide around, an object's top
-# What each environment offers, by the names robosuite gives the bodies.
-THINGS: dict[str, tuple[Thing, ...]] = {
-    "Lift": (Thing("cube", "cube_main", "object"),),
-    "Stack": (Thing("red cube", "cubeA_main", "object"), Thing("green cube", "cubeB_main", "object")),
-    "PickPlace": (Thing("milk carton", "Milk_main", "object"), Thing("bread loaf", "Bread_main", "object"),
-                  Thing("cereal box", "Cereal_main", "object"), Thing("can", "Can_main", "object"),
-                  Thing("bin 1", "bin1", "bin"), Thing("bin 2", "bin2", "bin", compartments=True)),
-    "NutAssembly": (Thing("square nut", "SquareNut_main", "object", "SquareNut_handle_site"),
-                    Thing("round nut", "RoundNut_main", "object", "RoundNut_handle_site"),
-                    Thing("square peg", "peg1", "peg"), Thing("round peg", "peg2", "peg")),
-}
 ACTIONS = (
     ActionSpec("MoveDelta", ("dx", "dy", "dz", "droll", "dpitch", "dyaw", "gripper"),
                ("each value in [-1, 1]",), ("one control step of the end-effector controller (0.05 s)",)),
@@ -68,8 +45,6 @@ ACTIONS = (
                ("the held object lowered into, onto or around the place and let go; the gripper rises",)),
     ActionSpec("Release", (), (), ("the gripper opens",)),
 )
-# PickPlace's quarter of the target bin for each object, as robosuite numbers them
-COMPARTMENT_OF = {"Milk_main": 0, "Bread_main": 1, "Cereal_main": 2, "Can_main": 3}
 HIGH_LEVEL = tuple(a.name for a in ACTIONS if a.name != "MoveDelta")
 
 
@@ -97,6 +72,25 @@ class ManipulationEnv(SimQueries):
         self._attach(name, state.env)
         self.motion.reset_gripper()
         self._last = (None, None, "")
+        return self.observation()
+
+    def reset_to_demo(self, path: str, key: str) -> Observation:
+        """The first recorded state of a real demonstration, its joints copied into the installed
+        environment by their current names (the arm and objects at rest)."""
+        from forge_resources.robosuite.demo_frames import recorded
+        from forge_resources.robosuite.native import transfer
+
+        scene, _ = recorded(path, key)
+        self.reset({"env": scene.demo.env_name, "seed": 0})
+        scene.set(0)
+        transfer(scene, self.env)
+        self.data.qvel[:] = 0.0
+        import mujoco
+
+        mujoco.mj_forward(self.model, self.data)
+        for controller in self._controllers().values():
+            controller.new_update = True
+        self.drift = 0.0
         return self.observation()
 
     def get_state(self) -> dict[str, Any]:

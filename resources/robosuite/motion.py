@@ -10,12 +10,11 @@ peg). The fingers turn to the object's nearest face (a quarter turn for a nut's 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from forge_resources.robosuite.manipulation import ManipulationEnv, Thing
+from forge_resources.robosuite.things import COMPARTMENT_OF, Thing
 
 GRIP_SITE = "gripper0_right_grip_site"
 FINGERS = ("gripper0_right_leftfinger", "gripper0_right_rightfinger")
@@ -36,7 +35,7 @@ FINGER_DEPTH = 0.03  # how far below an object's top the fingers grasp a tall on
 
 
 class Motion:
-    def __init__(self, env: Any, scene: "ManipulationEnv") -> None:
+    def __init__(self, env: Any, scene: Any) -> None:  # scene: the ManipulationEnv it moves in
         import mujoco
 
         self.env, self.scene = env, scene
@@ -223,8 +222,6 @@ class Motion:
         return target
 
     def _compartment(self, place: "Thing", centre: np.ndarray, held: "Thing | None") -> np.ndarray:
-        from forge_resources.robosuite.manipulation import COMPARTMENT_OF
-
         quarter = COMPARTMENT_OF.get(held.body, 0) if held else 0
         half = self.scene.body_half_extent(place.body)
         return centre + np.array([(-0.5 if quarter in (0, 2) else 0.5) * half[0],

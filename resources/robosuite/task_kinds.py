@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from forge_resources.household.protocol import Action
-from forge_resources.robosuite.manipulation import THINGS, Thing
+from forge_resources.robosuite.things import THINGS, Thing
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,24 @@ def reference_plan(subgoals: list[Subgoal]) -> list[Action]:
 
 
 def cut_control(plan: list[Action]) -> list[Action]:
-    """The reference without its last phase (the final lift or placement)."""
+    """The reference without its last phase: the final lift or placement of a high-level plan;
+    for a recorded demonstration (end-effector deltas), everything from its last change of the
+    gripper command on (the final grasp-and-lift, or the release onto the other cube)."""
+    if plan and all(a.name == "MoveDelta" for a in plan):
+        grip = [float(a.args[6]) > 0 for a in plan]
+        last = max((i for i in range(1, len(grip)) if grip[i] != grip[i - 1]), default=len(plan) - 1)
+        return plan[:last]
     return plan[:-1]
+
+
+# The goal each recorded demonstration pursues, in the names of the things (PickPlace's four
+# objects in their quarters of the bin have no template, so its demos are not used).
+DEMO_OUTCOMES: dict[str, list[dict[str, str]]] = {
+    "Lift": [{"kind": "lifted", "object": "cube"}],
+    "Stack": [{"kind": "stacked", "object": "red cube", "place": "green cube"}],
+    "NutAssembly": [{"kind": "on_peg", "object": "square nut", "place": "square peg"},
+                    {"kind": "on_peg", "object": "round nut", "place": "round peg"}],
+}
 
 
 def wrong_target_control(subgoals: list[Subgoal], env_name: str) -> list[Action] | None:

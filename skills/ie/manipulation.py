@@ -37,9 +37,11 @@ class ManipulationUnit(ArtifactContent):
     env: str = Field(description="the robosuite environment")
     scene_type: str
     seed: int
+    demo: dict[str, str] | None = Field(None, description="a real demonstration (path, key) to start from instead")
 
     def summary(self) -> str:
-        return f"unit {self.unit_index}: {self.env} seed {self.seed}"
+        origin = f"demonstration {self.demo['key']} of {self.demo['path']}" if self.demo else f"seed {self.seed}"
+        return f"unit {self.unit_index}: {self.env} {origin}"
 
 
 class ManipulationState(ArtifactContent):
@@ -56,6 +58,9 @@ class ManipulationState(ArtifactContent):
     admitted: bool
     reason: str = Field("", description="why the seed was not admitted")
     objects: list[dict[str, Any]]
+    demo: dict[str, str] | None = None
+    demo_reference: str | None = Field(None, description="blob: the demonstration's actions up to the step that "
+                                                         "first reaches its goal here (JSON list)")
 
     def summary(self) -> str:
         verdict = "admitted" if self.admitted else f"not admitted ({self.reason})"
@@ -71,6 +76,8 @@ class ManipulationStructure(ArtifactContent):
     scene: str
     scene_type: str
     things: list[dict[str, str]] = Field(description="name and kind (object, bin, peg) of each thing")
+    demo_reference: str | None = None
+    demo_outcomes: list[dict[str, str]] | None = Field(None, description="the goal the demonstration reaches")
 
     def summary(self) -> str:
         return f"{self.scene}: {[t['name'] for t in self.things]}"
@@ -85,11 +92,17 @@ def plan_manipulation_units(ctx: SkillContext, blueprint: IEBlueprint) -> list[M
     """Environments in turn (those whose scene types the blueprint targets), a seed each."""
     src = next(s for s in blueprint.sources if s["kind"] == "robosuite_tasks")
     envs = [e for e in src["envs"] if SCENE_TYPES[e] in blueprint.targets]
+    demos = [d for d in src.get("demo_units", []) if d["env"] in envs]
     i = ctx.params.unit_index
+    if i < len(demos):  # the real demonstrations first, then seeds
+        d = demos[i]
+        return [ManipulationUnit(source_kind="robosuite_tasks", unit_index=i, env=d["env"],
+                                 scene_type=SCENE_TYPES[d["env"]], seed=0, demo={"path": d["path"], "key": d["key"]})]
+    i -= len(demos)
     env = envs[i % len(envs)]
     seed = int(digest(blueprint.seed, blueprint.name, env, i // len(envs), length=8), 16)
-    return [ManipulationUnit(source_kind="robosuite_tasks", unit_index=i, env=env, scene_type=SCENE_TYPES[env],
-                             seed=seed)]
+    return [ManipulationUnit(source_kind="robosuite_tasks", unit_index=ctx.params.unit_index, env=env,
+                             scene_type=SCENE_TYPES[env], seed=seed)]
 
 
 @skill("ie.collect_manipulation_state", stage="S2", parallel=True)
@@ -98,18 +111,50 @@ def collect_manipulation_state(ctx: SkillContext, unit: ManipulationUnit) -> lis
     from forge_resources.robosuite.manipulation import ManipulationEnv
 
     env = ctx.held("robosuite.manipulation", ManipulationEnv)
-    env.reset({"env": unit.env, "seed": unit.seed})
+    if unit.demo:
+        env.reset_to_demo(unit.demo["path"], unit.demo["key"])
+    else:
+        env.reset({"env": unit.env, "seed": unit.seed})
     drift = float(env.drift)
     objects = env.objects()
     finite = bool(np.all(np.isfinite(env.data.qpos)) and all(np.all(np.isfinite(o["position"])) for o in objects))
     reasons = ([] if finite else ["a pose is not finite"]) + (
         [] if drift < DRIFT_LIMIT else [f"objects still moved {drift * 1000:.1f} mm while settling"])
     state = env.get_state()
+    reference = None
+    if unit.demo and not reasons:
+        reference = _demo_reference(env, unit)
+        if reference is None:
+            reasons.append("its recorded actions, replayed here, do not reach the demonstration's goal")
+        env.set_state(state)
     return [ManipulationState(source_kind=unit.source_kind, unit_index=unit.unit_index, env=unit.env,
                               scene_type=unit.scene_type, seed=unit.seed,
                               state=ctx.put_blob(canonical_json(state).encode()), drift_m=round(drift, 6),
                               finite=finite, admitted=not reasons, reason="; ".join(reasons),
-                              objects=[{k: o[k] for k in ("name", "kind", "position")} for o in objects])]
+                              objects=[{k: o[k] for k in ("name", "kind", "position")} for o in objects],
+                              demo=unit.demo,
+                              demo_reference=ctx.put_blob(canonical_json(reference).encode()) if reference else None)]
+
+
+def _demo_reference(env: Any, unit: ManipulationUnit) -> list[dict[str, Any]] | None:
+    """The demonstration's actions replayed from its first state, up to the step that first
+    reaches its goal here (None when none does)."""
+    from forge_resources.household.protocol import Action
+    from forge_resources.robosuite.demo_frames import recorded
+    from forge_resources.robosuite.outcomes import holds
+    from forge_resources.robosuite.task_kinds import DEMO_OUTCOMES
+
+    scene, _ = recorded(unit.demo["path"], unit.demo["key"])
+    goal = verifier_of({"outcomes": DEMO_OUTCOMES[unit.env]}, unit.env)["goal"]
+    steps = []
+    for values in scene.demo.actions:
+        step = Action("MoveDelta", tuple(f"{float(v):.6g}" for v in values))
+        if not env.step(step).valid:
+            return None
+        steps.append(step.to_dict())
+        if holds(goal, env):
+            return steps
+    return None
 
 
 @skill("ie.structure_manipulation_state", stage="S3")
@@ -117,9 +162,18 @@ def structure_manipulation_state(ctx: SkillContext, state: ManipulationState) ->
     """The things of an admitted state (a state not admitted binds nothing)."""
     if not state.admitted:
         return []
+    scene = f"{state.env}-demo{state.demo['key'].removeprefix('demo_')}" if state.demo else f"{state.env}-{state.seed}"
     return [ManipulationStructure(state=ctx.input_ids["state"], state_blob=state.state, env=state.env,
-                                  scene=f"{state.env}-{state.seed}", scene_type=state.scene_type,
-                                  things=[{"name": o["name"], "kind": o["kind"]} for o in state.objects])]
+                                  scene=scene, scene_type=state.scene_type,
+                                  things=[{"name": o["name"], "kind": o["kind"]} for o in state.objects],
+                                  demo_reference=state.demo_reference,
+                                  demo_outcomes=_demo_outcomes(state.env) if state.demo_reference else None)]
+
+
+def _demo_outcomes(env_name: str) -> list[dict[str, str]]:
+    from forge_resources.robosuite.task_kinds import DEMO_OUTCOMES
+
+    return DEMO_OUTCOMES[env_name]
 
 
 # -- binding ---------------------------------------------------------------------------------------
@@ -138,14 +192,18 @@ def bind_manipulation_template(ctx: SkillContext, template: TaskTemplate,
     for slots in _assignments(template.slots, structure.things):
         goal = {"outcomes": _fill(template.goal["outcomes"], slots), "mode": "all"}
         variant = int(digest(template.id, slots, structure.scene, length=8), 16) % len(template.instruction["macro"])
+        recorded = structure.demo_reference if goal["outcomes"] == structure.demo_outcomes else None
         out.append(TaskBinding(template=template.id, template_artifact=ctx.input_ids["template"],
                                structure=ctx.input_ids["structure"], state=structure.state,
                                state_blob=structure.state_blob, scene=structure.scene,
                                scene_type=structure.scene_type, task_type=template.task_type,
                                difficulty=template.difficulty, slots=slots, goal=goal,
-                               macro=realize(template.instruction["macro"][variant], slots), variant=variant))
+                               macro=realize(template.instruction["macro"][variant], slots), variant=variant,
+                               recorded_reference=recorded))
     order = ctx.rng.permutation(len(out))
-    return [out[int(i)] for i in order][: template.max_per_state]
+    # the demonstration's own goal first: its recorded reference is what a demonstration gives
+    ranked = sorted((out[int(i)] for i in order), key=lambda b: b.recorded_reference is None)
+    return ranked[: template.max_per_state]
 
 
 def _assignments(slots: dict[str, dict[str, Any]], things: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -249,12 +307,13 @@ def synthesize_manipulation_task(ctx: SkillContext, binding: TaskBinding) -> lis
     env, state = state_env(ctx.get_blob, binding.state_blob)
     subgoals = subgoals_of(binding.goal, env_name)
     verifier = verifier_of(binding.goal, env_name)
-    steps = [a.to_dict() for a in reference_plan(subgoals)]
+    scripted = [a.to_dict() for a in reference_plan(subgoals)]
+    steps = json.loads(ctx.get_blob(binding.recorded_reference)) if binding.recorded_reference else scripted
     ok, after, _ = execute(env, steps, verifier["goal"])
     if not ok or not after or not after[-1] or any(after[:-1]):
         return []
     control = env.control_steps()
-    micro = [_say(s) for s in steps]
+    micro = [_say(s) for s in scripted]  # in words, the way there (a demonstration's deltas have none)
     return [IETask(
         task_id=f"{binding.scene.lower()}-{binding.template}-{digest(ctx.input_ids['binding'], length=8)}",
         scene=binding.scene, scene_type=binding.scene_type,
@@ -293,7 +352,22 @@ def _say(step: dict[str, Any]) -> str:
 
 
 def robosuite_setup(entry: dict[str, Any], src: Any) -> tuple[list[str], int]:
-    """The scene types of the environments asked, in their order."""
+    """The scene types of the environments asked, in their order; the demonstrations of those
+    environments that have a goal to pursue, when a folder of them is given."""
+    from forge.errors import IntentError
+    from forge_resources.robosuite.task_kinds import DEMO_OUTCOMES
+
+    entry["demo_units"] = []
+    if src.demos:
+        from forge_resources.robosuite.demo_frames import demos_under
+        from forge_resources.robosuite.demos import DemoError
+
+        try:
+            found = demos_under(str(src.demos))
+        except DemoError as exc:
+            raise IntentError(f"sources: robosuite_tasks.demos: {exc}") from None
+        entry["demo_units"] = [{"path": str(d.path), "key": d.key, "env": d.env_name} for d in found
+                               if d.env_name in src.envs and d.env_name in DEMO_OUTCOMES]
     return [SCENE_TYPES[e] for e in src.envs], TASKS_PER_UNIT
 
 

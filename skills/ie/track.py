@@ -132,10 +132,13 @@ class IERunner(WorkflowRunner):
 
     def _summaries(self, ids: list[str]) -> dict[str, dict[str, str]]:
         return self.store.fields(ids, {"scene_type": "$.scene_type", "difficulty": "$.difficulty",
-                                       "scene": "$.scene", "template": "$.template"})
+                                       "scene": "$.scene", "template": "$.template",
+                                       "recorded": "$.recorded_reference"})
 
     def _draw(self, need: dict[tuple[str, str], int]) -> list[str]:
-        """Up to ``need`` undrawn bindings per (scene type, difficulty), floor plans and templates in turn."""
+        """Up to ``need`` undrawn bindings per (scene type, difficulty), floor plans and templates in
+        turn; bindings a real demonstration reaches first (a recorded reference is worth more
+        than a scripted one)."""
         from forge.keys import digest
 
         chosen: list[str] = []
@@ -144,7 +147,10 @@ class IERunner(WorkflowRunner):
             for bid, f in sorted(self._bindings.items()):
                 if (f["scene_type"], f["difficulty"]) == cell and bid not in self._drawn:
                     groups.setdefault((f["scene"], f["template"]), []).append(bid)
-            order = sorted(groups, key=lambda k: digest(k))
+            for ids in groups.values():
+                ids.sort(key=lambda b: not self._bindings[b]["recorded"])  # stable: by id otherwise
+            recorded = {k for k, ids in groups.items() if any(self._bindings[b]["recorded"] for b in ids)}
+            order = sorted(groups, key=lambda k: (k not in recorded, digest(k)))
             taken, depth = [], 0
             while len(taken) < n and any(len(groups[k]) > depth for k in order):
                 for k in order:

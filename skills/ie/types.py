@@ -122,6 +122,8 @@ class TaskBinding(ArtifactContent):
     goal: dict[str, Any] = Field(description="the template's goal with the slots filled in")
     macro: str = Field(description="the instruction's wording chosen for this binding, slots in words")
     variant: int
+    recorded_reference: str | None = Field(None, description="blob: a real demonstration's actions reaching this "
+                                                             "goal from this state, where one exists")
 
     def summary(self) -> str:
         return f"{self.template} on {self.scene}: {self.slots} -> {self.macro!r}"

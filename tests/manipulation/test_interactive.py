@@ -37,6 +37,10 @@ def manip(tmp_path_factory):
     data = yaml.safe_load(EXAMPLE.read_text())
     data["ie"]["tasks"] = 8
     data["sources"][0]["envs"] = ["Lift", "Stack", "PickPlace", "NutAssembly"]
+    demos = (EXAMPLE.parent / data["sources"][0]["demos"]).resolve()
+    if not demos.is_dir():
+        pytest.skip(f"the real demos folder {demos} is absent")
+    data["sources"][0]["demos"] = str(demos)
     intent = root / "intent.yaml"
     intent.write_text(yaml.safe_dump(data, sort_keys=False))
     summary = run_build(intent, root / "store", root / "out")
@@ -56,6 +60,26 @@ def test_every_released_task_passed_the_gates(manip):
     assert adm["states_tried"] >= adm["states_admitted"] >= 4
     assert 8 <= adm["references_reached"] <= adm["bindings_drawn"]
     assert "Admission:" in (manip["package"] / "README.md").read_text()
+
+
+def test_real_demonstrations_become_tasks_where_their_actions_reach_the_goal(manip):
+    """Lift's and Stack's demonstrations, replayed from their first state, reach their goals and
+    give tasks whose reference is the operator's actions (cut where the goal first holds);
+    NutAssembly's does not, and says so."""
+    with Store(manip["store"], read_only=True) as store:
+        states = [json.loads(r[0]) for r in store.execute(
+            "SELECT content FROM artifacts WHERE type = 'ManipulationState' AND content LIKE '%demo_1%'").fetchall()]
+        tasks = [json.loads(r[0]) for r in store.execute(
+            "SELECT content FROM artifacts WHERE type = 'IETask' AND status = 'verified' AND content LIKE '%-demo1%'"
+        ).fetchall()]
+    verdicts = {s["env"]: (s["admitted"], s["reason"]) for s in states}
+    assert verdicts["Lift"] == (True, "") and verdicts["Stack"] == (True, "")
+    assert verdicts["NutAssembly"][0] is False and "do not reach the demonstration's goal" in verdicts["NutAssembly"][1]
+    recorded = [t for t in tasks if t["reference_plan"][0]["name"] == "MoveDelta"]
+    assert {t["scene"] for t in recorded} == {"Lift-demo1", "Stack-demo1"}
+    for t in recorded:
+        assert len(t["reference_plan"]) > 100 and t["split"] == "long_simple"
+        assert t["budget"]["control_steps"] == 3 * len(t["reference_plan"])
 
 
 def test_package_hides_goals_and_reverifies(manip):
@@ -120,6 +144,7 @@ def _a_task(store: Store) -> str:
 def test_unknown_scene_type_is_named(tmp_path):
     data = yaml.safe_load(EXAMPLE.read_text())
     data["ie"]["scene_types"] = ["kitchen"]
+    data["sources"][0].pop("demos")
     intent = tmp_path / "intent.yaml"
     intent.write_text(yaml.safe_dump(data, sort_keys=False))
     with pytest.raises(ForgeError, match="kitchen"):
