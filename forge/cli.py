@@ -433,6 +433,9 @@ def verify(package: str, store: str | None, intent: str | None, as_json: bool) -
             click.echo(f"{r['package']}: {len(r['file_problems'])} file problems")
             for p in r["file_problems"][:30]:
                 click.echo(f"  {p}")
+            click.echo(f"reported numbers: {len(r['metric_problems'])} do not follow from the package's records")
+            for p in r["metric_problems"][:30]:
+                click.echo(f"  {p}")
             if r["reverified"]:
                 click.echo(f"{r['items']} items: {r['valid']} valid, {r['invalid']} invalid")
                 for iid, why in list(r["reasons"].items())[:20]:
@@ -524,6 +527,42 @@ def review(package: str | None, count: int, seed: int | None, out: str | None, s
         page = rv.write_page(Path(package), Path(out) if out else None, count, seed, Path(store) if store else None)
         _emit({"page": str(page)}, as_json, lambda r: click.echo(f"review page: {r['page']} (open it in a browser, "
                                                                   "mark the items, save the verdicts)"))
+    _guard(run)
+
+
+@main.command()
+@click.argument("package", type=click.Path(file_okay=False))
+@click.option("--out", "out", type=click.Path(dir_okay=False), default=None,
+              help="where to write the page (default: PACKAGE/.eval/report.html, beside the released files)")
+@click.option("--json", "as_json", is_flag=True, help="print the report's numbers as JSON")
+def report(package: str, out: str | None, as_json: bool) -> None:
+    """Write PACKAGE's evaluation report (composition, gate funnel, repairs, skill reuse, scores per
+    model and capability, IRT diagnosis, blind margins, human review) as one self-contained HTML
+    page, recomputed from the package's own records; runs of `forge eval` stored beside the package
+    are added. The same page ships in the package as report.html."""
+    def run() -> None:
+        from forge.registry import entries
+
+        folder = Path(package)
+        if not (folder / "manifest.json").is_file():
+            raise UsageError(f"{folder}: not a package (no manifest.json)")
+        renderers = entries("package_report")
+        if not renderers:
+            raise UsageError("no report renderer is registered (the built-in skills provide one)")
+        try:
+            page, numbers = next(iter(renderers.values()))(folder)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        target = Path(out) if out else folder / ".eval" / "report.html"
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(page, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"{target}: cannot write the report ({exc.strerror or exc})") from None
+        _emit({"report": str(target), "numbers": numbers}, as_json,
+              lambda r: click.echo(f"report: {r['report']} ({len(r['numbers']['models'])} panel members, "
+                                   f"{r['numbers']['package']['items']} items, "
+                                   f"{len(r['numbers']['irt']['flagged'])} items flagged by IRT)"))
     _guard(run)
 
 

@@ -13,9 +13,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Callable, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator,
+                      model_validator)
 
-from forge.errors import DefinitionError, IntentError
+from forge.errors import DefinitionError, IntentError, UsageError
+from forge.evaluation.solvers import DEFAULT_PANEL
 from forge.keys import digest
 from forge.models.config import ModelRoles
 from forge.paths import too_wide
@@ -33,6 +35,28 @@ class GateSettings(_Strict):
     blind_margin: float = Field(0.05, ge=0.0, le=1.0, description="allowed blind accuracy above chance")
     blind_alpha: float = Field(0.05, gt=0.0, lt=1.0, description="significance of the blind excess (Bonferroni over the solvers)")
     min_blind_items: int = Field(8, ge=1, description="fewest items a template needs for the blind test (the exact binomial test guards small samples)")
+    panel: list[str] = Field(default_factory=lambda: list(DEFAULT_PANEL),
+                             description="gate E's built-in panel (simulated solvers, builtin:NAME[:ARG]); the "
+                                         "models of models.panel answer beside them")
+    irt_bootstrap: int = Field(1000, ge=0, le=100_000, description="gate F: model-bootstrap replicates of the IRT "
+                                                                   "fit (0: none)")
+
+    @field_validator("panel")
+    @classmethod
+    def _known_solvers(cls, value: list[str]) -> list[str]:
+        from forge.evaluation.solvers import solver
+
+        for spec in value:
+            if not spec.startswith("builtin:"):
+                raise ValueError(f"{spec!r}: the gate E panel lists built-in solvers (builtin:NAME[:ARG]); models "
+                                 "go under models.panel")
+            try:
+                solver(spec[len("builtin:"):])
+            except (ValueError, UsageError) as exc:
+                raise ValueError(f"{spec!r}: {exc}") from None
+        if len(set(value)) != len(value):
+            raise ValueError("a solver is listed twice")
+        return value
 
 
 class RepairPolicy(_Strict):

@@ -8,7 +8,6 @@ fields mean beyond what this base class declares.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -6,6 +6,9 @@ re-verifier from a snapshot of the store (the database is closed again before th
 a build on the same store is never blocked). Damage is reported per file and per item; nothing
 raises on it.
 
+Every number the package reports (its evaluation report) is then recomputed from the package's own
+records by the registered recomputers.
+
 Exit codes: 0 intact (and every item valid when re-verified), 1 damage or invalid items found,
 2 not a package or a usage error.
 """
@@ -57,11 +60,12 @@ def verify_package(package: Path, store_dir: Path | None,
     from forge.store import DB_NAME, Store
 
     manifest, problems = check_files(package)
-    report: dict[str, Any] = {"package": str(package), "file_problems": problems, "reverified": False}
+    report: dict[str, Any] = {"package": str(package), "file_problems": problems, "reverified": False,
+                              "metric_problems": recomputed_metrics(package) if manifest is not None else []}
     if store_dir is None or manifest is None:
         report["note"] = ("answers not re-verified: " + ("the manifest cannot be read" if manifest is None else
                           "no store given (pass --store DIR or --intent FILE)"))
-        report["ok"] = not problems
+        report["ok"] = not problems and not report["metric_problems"]
         return report
     if not (store_dir / DB_NAME).exists():
         raise UsageError(f"{store_dir}: no forge store there; pass --store DIR (the store the package was built "
@@ -74,8 +78,16 @@ def verify_package(package: Path, store_dir: Path | None,
     report.update({k: v for k, v in result.items() if k != "file_problems"})
     report["file_problems"] = problems + [p for p in result.get("file_problems", []) if p not in problems]
     report["reverified"] = True
-    report["ok"] = not report["file_problems"] and not result["invalid"]
+    report["ok"] = not report["file_problems"] and not result["invalid"] and not report["metric_problems"]
     return report
+
+
+def recomputed_metrics(package: Path) -> list[str]:
+    """What the registered recomputers (``package_metrics``) find wrong with the numbers the
+    package reports: each recomputes them from the package's own records."""
+    from forge.registry import entries
+
+    return [p for recompute in entries("package_metrics").values() for p in recompute(package)]
 
 
 def _item_ids(package: Path) -> list[str]:

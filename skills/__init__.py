@@ -23,7 +23,7 @@ from forge_skills.collect import ground, images, render, robosuite_demos, robosu
 from forge_skills.structure import appearance, scene_evidence  # noqa: E402,F401  (S3 skills)
 from forge_skills.synthesize import blueprint, rules_manipulation, rules_image, rules_program, rules_scene, synthesis, templates  # noqa: E402,F401
 from forge_skills.verify import checks, reverify, reverify_manipulation  # noqa: E402,F401  (contract predicates, re-verification)
-from forge_skills.package import oe_package, scorer  # noqa: E402,F401
+from forge_skills.package import assessment, oe_package, report_check, report_page, scorer  # noqa: E402,F401
 from forge_skills.repair import fault_mutators, operators  # noqa: E402,F401  (repair operators, planted faults)
 from forge_skills.oe import track, vocabulary  # noqa: E402,F401  (the OE track; capabilities, question types)
 from forge_skills.ie import (blueprint as ie_blueprint, checks as ie_checks, package as ie_package,  # noqa: E402,F401
@@ -45,5 +45,7 @@ register("template_catalogue", "builtin", templates.template_catalogue)
 register("reverifier", "oe", reverify.reverify_package)
 register("reverifier", "ie", ie_reverify.reverify_ie_package)
 register("package_evaluator", "ie", ie_evaluation)
+register("package_metrics", "report", report_check.recheck)
+register("package_report", "html", report_page.package_report)
 register("contract_dir", "builtin", Path(str(importlib.resources.files("forge_contracts"))))
 register("resource_dir", "builtin", Path(str(importlib.resources.files("forge_resources"))))

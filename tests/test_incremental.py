@@ -71,7 +71,8 @@ def test_template_edit_rebuilds_only_that_template(tmp_path):
     assert second["nodes"]["package"]["executed"] == 1
     for role in ("blueprint", "plan", "collect", "structure"):
         assert second["nodes"][role]["executed"] == 0
-    assert second["skills_executed"] == 1 + evidence_records + n_edited + 1
+    assert second["nodes"]["assess"]["executed"] == 1  # gates E and F on the new package
+    assert second["skills_executed"] == 1 + evidence_records + n_edited + 1 + 1
     released = [json.loads(line) for line in open(second["package_path"] + "/items.jsonl")]
     templates_of = {json.loads(line)["id"]: json.loads(line)["template"] for line in open(second["package_path"] + "/answers.jsonl")}
     edited_questions = [r["question"] for r in released if templates_of[r["id"]] == edited]

@@ -40,10 +40,11 @@ def test_graph_nodes_are_the_workflow_nodes_of_every_source_plus_the_tracks_step
     roles = [n.role for n in runner.workflow.nodes]
     assert {"plan", "plan@1", "collect", "collect@1", "structure", "structure@1"} <= set(roles)
     order = runner.sequence()
-    assert [n for n in order if n != "verify"] == roles  # the workflow's order, untouched
+    assert [n for n in order if n not in ("verify", "assess")] == roles  # the workflow's order, untouched
     assert order.index("verify") == order.index("realize") + 1  # the gate step follows the role it names
+    assert order.index("assess") == order.index("package") + 1
     graph = runner.compile().get_graph()
-    assert set(graph.nodes) == set(roles) | {"verify", "repair", "__start__", "__end__"}
+    assert set(graph.nodes) == set(roles) | {"verify", "repair", "assess", "__start__", "__end__"}
     edges = {(e.source, e.target) for e in graph.edges}
     # The workflow's typed edges within a source chain appear in order...
     assert ("collect", "structure") in edges or roles.index("collect") < roles.index("structure")
@@ -52,7 +53,7 @@ def test_graph_nodes_are_the_workflow_nodes_of_every_source_plus_the_tracks_step
     # ...and the track's routes loop back: more evidence to the first plan node, repair and back.
     assert ("bind", "plan") in edges and ("verify", "plan") in edges
     assert ("verify", "repair") in edges and ("repair", "verify") in edges
-    assert ("package", "__end__") in edges
+    assert ("package", "assess") in edges and ("assess", "__end__") in edges
 
 
 def test_a_step_after_an_unknown_role_is_a_definition_error(tmp_path):

@@ -8,6 +8,9 @@ URLs through the model client.
 A reply is read leniently but the same way for every model: the candidate answers below are
 tried in order and the first one the package's scorer can parse is scored; a reply none of them
 parses is invalid (it scores 0 and stays in the denominator).
+
+Standard library only: packages ship this file beside their scorer, so the exported inspect_ai
+task asks and reads exactly as ``forge eval`` does.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import re
 import string
 from typing import Any, Callable
 
-from forge.models.prompt import Message
+Message = dict[str, Any]
+
 
 LETTERS = string.ascii_uppercase
 

@@ -112,10 +112,17 @@ def _form(pkg: EvalPackage, item: dict[str, Any]) -> str:
 
 def _run_solver(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]], store: Store, run_id: str,
                 options: EvalOptions) -> None:
-    solver = spec.solver
-    assert solver is not None
     if not todo:
         return
+    records.write(store, solver_rows(pkg, spec, todo, run_id))
+    if options.progress:
+        options.progress(spec.spec, len(todo), len(todo))
+
+
+def solver_rows(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]], run_id: str) -> list[EvalRow]:
+    """A built-in solver's scored rows for the ``todo`` items."""
+    solver = spec.solver
+    assert solver is not None
     # A solver answers the whole package, whatever the limit, so an item's response never depends
     # on which others were asked with it (a noisy oracle's error rates hold over the package).
     visible = [{**it, "form": _form(pkg, it)} for it in pkg.items]
@@ -126,10 +133,7 @@ def _run_solver(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]
     responses = solver.answer(visible, context)
     each = (time.perf_counter() - start) / max(1, len(visible))
     reported = f"builtin:{solver.name}"
-    rows = [_row(pkg, spec, it, responses.get(it["id"], ""), reported, "builtin", each, 0, 0, run_id) for it in todo]
-    records.write(store, rows)
-    if options.progress:
-        options.progress(spec.spec, len(todo), len(todo))
+    return [_row(pkg, spec, it, responses.get(it["id"], ""), reported, "builtin", each, 0, 0, run_id) for it in todo]
 
 
 def _run_model(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]], store: Store, client: ModelClient,

@@ -35,6 +35,13 @@ from forge.keys import digest
 
 LETTERS = string.ascii_uppercase
 
+# Gate E's default simulated panel: three baselines and eight evidence readers from 5% to 60%
+# wrong. The readers draw their wrong items in one shared order, so a reader with a higher rate is
+# wrong where a better one is and elsewhere too, as weaker models tend to be.
+READER_ERROR_RATES = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6)
+DEFAULT_PANEL = ("builtin:random", "builtin:prior", "builtin:text",
+                 *(f"builtin:oracle-noisy:{r:g}" for r in READER_ERROR_RATES))
+
 # How an answer is given, by the scoring protocol's name (what each built-in protocol parses).
 PROTOCOL_FORMS = {"exact_choice": "option", "yes_no": "option", "interval": "option", "set_match": "options",
                   "ordered_list": "order", "matching": "matching", "numeric": "number"}

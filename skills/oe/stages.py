@@ -27,6 +27,8 @@ from forge.models.roles import RoleContext
 from forge.stagegraph import BuildState, Route, Step, WorkflowRunner
 from forge.store import Store
 from forge_skills.oe.roles import judge, panel_blind_and_full, verify_grey_batch
+from forge_skills.package.assess_step import assess_package
+from forge_skills.package.build_record import blind_margins, repairs_by_cause
 from forge_skills.verify.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, StoreMemo, allocate,
                                        allocate_by_source, balance_answers, blind_evaluation, expected_yield,
                                        grey_batches, independent_items, judge_grey_batch, near_duplicates,
@@ -43,7 +45,8 @@ class StageRunner(WorkflowRunner):
     """The OE track's handlers, gates and routes over its workflow graph."""
 
     steps = (Step("verify", "S5", "verification (gates B1, DUP, DEP, BAL, C1)", after="realize"),
-             Step("repair", "S5", "diagnosis and repair", then="verify"))
+             Step("repair", "S5", "diagnosis and repair", then="verify"),
+             Step("assess", "S5", "gates E and F: panel, IRT, report and exports", after="package"))
     stage_titles = {"S1": "intent blueprinting", "S2": "data collection", "S3": "evidence structuring",
                     "S4": "benchmark synthesis", "S5": "packaging"}
 
@@ -80,7 +83,7 @@ class StageRunner(WorkflowRunner):
                 "package": self.package}
 
     def step_handlers(self):
-        return {"verify": self.verify, "repair": self.repair_round}
+        return {"verify": self.verify, "repair": self.repair_round, "assess": self.assess}
 
     def routes(self) -> list[Route]:
         return [Route("bind", lambda state: "plan" if _more(state) else None, ("plan",)),
@@ -534,6 +537,25 @@ class StageRunner(WorkflowRunner):
         pkg = self.run_node(node.role, {"Blueprint": ids["Blueprint"], "OEItem": accepted})
         self.require(node.role, pkg, "package")
         return {"ids": {"Package": pkg.verified}}
+
+    def assess(self, state: BuildState) -> dict[str, Any]:
+        """Gates E and F on the released items, the report and the exports."""
+        pkg_id = self.package_id(state)
+        stats = self.item_stats
+        replaced = self._replaced
+        contracts = len([i for i in stats.get("contract_rejected", []) if i not in replaced])
+        grey = len(stats.get("grey_held", []))
+        blind = len([i for i in stats.get("blind_held", []) if i not in replaced])
+        candidates = stats.get("candidates", 0)
+        funnel = [("candidates", candidates), ("passed contracts (B1)", candidates - contracts),
+                  ("passed the grey batch (A)", candidates - contracts - grey),
+                  ("passed the blind test (C1)", candidates - contracts - grey - blind),
+                  ("not held (DUP, DEP, BAL): accepted", len(stats.get("accepted", []))),
+                  ("released", self.executor.load(pkg_id).counts["items"])]
+        record = {"funnel": [{"stage": s, "items": int(n)} for s, n in funnel],
+                  "repairs": repairs_by_cause(self.repair.records if self.repair is not None else []),
+                  "blind": blind_margins(self.blind_reports)}
+        return {"ids": {"Package": assess_package(self, pkg_id, self.gates, record)}}
 
     def _note_planning_roles(self) -> None:
         """The coordinator counts when free text chose the capabilities (the catalogue is its

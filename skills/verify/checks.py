@@ -588,3 +588,25 @@ def package_resolvable(pkg: Package, ctx: CheckContext) -> Outcome:
             if lines != pkg.counts.get(count):
                 problems.append(f"{listing} has {lines} lines, counts say {pkg.counts.get(count)}")
     return Outcome(not problems, "; ".join(problems))
+
+
+@check("response_matrix_complete")
+def response_matrix_complete(pkg: Package, ctx: CheckContext) -> Outcome:
+    """Gate E's records: every panel member answered every released item once, each response
+    attributed to a model id and scored in [0, 1], an invalid one scored 0."""
+    import json
+
+    from forge_skills.package.panel import matrix_problems, read_responses
+    from forge_skills.package.report_data import PANEL_FILE, RESPONSES_FILE
+
+    if RESPONSES_FILE not in pkg.files:
+        return Outcome(True, "no panel records (the package is not assessed yet)")
+    try:
+        panel = json.loads(ctx.store.get_blob(pkg.files[PANEL_FILE]))
+        rows = read_responses(ctx.store.get_blob(pkg.files[RESPONSES_FILE]))
+        items = [json.loads(line)["id"] for line in ctx.store.get_blob(pkg.files["items.jsonl"]).decode().splitlines()
+                 if line.strip()]
+    except (KeyError, ValueError) as exc:
+        return Outcome(False, f"panel records unreadable: {type(exc).__name__}: {exc}")
+    problems = matrix_problems(panel.get("members", []), items, rows)
+    return Outcome(not problems, "; ".join(problems[:5]))

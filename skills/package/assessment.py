@@ -1,0 +1,129 @@
+"""S5 gates E and F on a released package, its evaluation report, and its exports.
+
+Gate E: the panel (built-in simulated solvers, plus models whose scored replies the build passes
+in) answers every released item; the response matrix must be complete (contract PKG-3). Gate F:
+the regularized 2PL fit of that matrix, with the model bootstrap and information curves; it
+flags items (reversed, near-zero discrimination) and never releases or rejects one. The report
+(``report.json`` and ``report.html``) is computed from the records the package ships, and the
+package gains an inspect_ai task, a Parquet split and an OpenEQA-style file.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from forge.artifact_types import Package
+from forge.skills import SkillContext, skill
+from forge_skills.evaluate.bootstrap import BOOTSTRAP_SEED
+from forge_skills.package import exports
+from forge_skills.package.oe_package import module_name
+from forge.evaluation.solvers import DEFAULT_PANEL
+from forge_skills.package.panel import matrix_problems, solver_responses
+from forge_skills.package.report_data import (BUILD_FILE, HTML_FILE, IRT_FILE, PANEL_FILE, REPORT_FILE, RESPONSES_FILE,
+                                              compute_report, irt_diagnosis)
+from forge_skills.package.report_html import render_report
+
+
+class AssessParams(BaseModel):
+    panel: list[str] = Field(default_factory=lambda: list(DEFAULT_PANEL),
+                             description="built-in solvers of gate E's panel (builtin:NAME[:ARG])")
+    model_members: list[dict[str, Any]] = Field(default_factory=list,
+                                                description="panel models: {model, label} per member, in order")
+    model_rows: list[dict[str, Any]] = Field(default_factory=list,
+                                             description="the panel models' scored responses, one per item")
+    bootstrap: int = Field(1000, ge=0, description="model-bootstrap replicates of the IRT fit (0: none)")
+    seed: int = BOOTSTRAP_SEED
+    build: dict[str, Any] = Field(default_factory=dict, description="the build's record: funnel, repairs, skills, "
+                                                                    "blind margins")
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows).encode()
+
+
+def _json(obj: Any) -> bytes:
+    return (json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+@skill("package.assess", stage="S5", params=AssessParams)
+def assess(ctx: SkillContext, package: Package) -> list[Package]:
+    """Gates E and F over the released items, the evaluation report and the exports."""
+    p = ctx.params
+    files = dict(package.files)
+    added: dict[str, bytes] = {}
+    with tempfile.TemporaryDirectory(prefix="forge-assess-") as tmp:
+        folder = Path(tmp)
+        for rel, blob in files.items():
+            if not rel.startswith("media/"):  # the panel reads items and keys; media stay in the store
+                (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+                (folder / rel).write_bytes(ctx.get_blob(blob))
+        members, rows = solver_responses(folder, p.panel)
+        panel = {"members": [m.__dict__ for m in members] + [{**m, "simulated": False} for m in p.model_members],
+                 "bootstrap": p.bootstrap, "seed": p.seed,
+                 "note": "members marked simulated are built-in solvers computed here, not models"}
+        rows += p.model_rows
+        items = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines() if line.strip()]
+        keys = {r["id"]: r for r in map(json.loads, (folder / "answers.jsonl").read_text().splitlines()) if r}
+        problems = matrix_problems(panel["members"], [it["id"] for it in items], rows)
+        if problems:
+            raise ValueError("gate E: the response matrix is incomplete: " + "; ".join(problems[:5]))
+        order = {m["model"]: k for k, m in enumerate(panel["members"])}
+        rows.sort(key=lambda r: (order[r["model"]], r["item_id"]))
+        added[PANEL_FILE] = _json(panel)
+        added[RESPONSES_FILE] = _jsonl(rows)
+        added[BUILD_FILE] = _json(p.build)
+        for rel, data in added.items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_bytes(data)
+        diagnosis = irt_diagnosis(folder, p.bootstrap, p.seed)
+        added[IRT_FILE] = diagnosis.to_json(indent=1).encode() + b"\n"
+        (folder / IRT_FILE).write_bytes(added[IRT_FILE])
+        report = compute_report(folder)
+    added[REPORT_FILE] = _json(report)
+    report = json.loads(added[REPORT_FILE])  # the page renders what report.json says, as verify re-renders it
+    added[HTML_FILE] = render_report(report).encode()
+    mod = module_name(package.name)
+    added[exports.TASK_FILE] = exports.inspect_task(mod)
+    added[f"{mod}/prompt.py"] = exports.prompt_module()
+    added[exports.PARQUET_FILE] = exports.parquet(items, keys)
+    added[exports.OPENEQA_FILE] = exports.openeqa(items, keys)
+    readme = ctx.get_blob(files["README.md"]).decode()
+    added["README.md"] = (exports.dataset_card_header(package.name) + readme.rstrip("\n") + "\n\n"
+                          + _readme_section(report, len(json.loads(exports.openeqa(items, keys))))).encode()
+    for rel, data in added.items():
+        files[rel] = ctx.put_blob(data)
+    manifest = json.loads(ctx.get_blob(package.manifest))
+    manifest.pop("files", None)
+    manifest["evaluation"] = {"panel": [m["model"] for m in panel["members"]],
+                              "simulated": [m["model"] for m in panel["members"] if m["simulated"]],
+                              "flagged_items": len(report["irt"]["flagged"]), "report": HTML_FILE}
+    manifest["files"] = {rel: files[rel] for rel in sorted(files) if rel != "manifest.json"}
+    files["manifest.json"] = ctx.put_blob((json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode())
+    return [Package(name=package.name, version=package.version, files=files, counts=package.counts,
+                    manifest=files["manifest.json"])]
+
+
+def _readme_section(report: dict[str, Any], openeqa_items: int) -> str:
+    models = report["models"]
+    irt = report["irt"]
+    lines = ["## Evaluation", "",
+             f"Gate E: {len(models)} panel members answered every item "
+             f"({sum(m['simulated'] for m in models)} simulated: built-in solvers, not models). "
+             "Accuracy: " + ", ".join(f"{m['model']} {m['accuracy']:.3f}" for m in models) + ".", "",
+             f"Gate F (2PL IRT, auxiliary): {irt['band_counts'].get('high', 0)} high, "
+             f"{irt['band_counts'].get('moderate', 0)} moderate, {irt['band_counts'].get('low', 0)} low and "
+             f"{irt['band_counts'].get('reversed', 0)} reversed items; {len(irt['flagged'])} flagged for diagnosis "
+             "(`report.json`, `evaluation/irt.json`).", "",
+             "The report is `report.html`; `forge verify` recomputes every number in it from `evaluation/` and the "
+             "items.", "",
+             "Run it elsewhere:", "",
+             f"    inspect eval {exports.TASK_FILE} --model PROVIDER/MODEL      # inspect_ai",
+             f"    datasets.load_dataset(\"PATH/TO/PACKAGE\")                    # the {exports.PARQUET_FILE} split",
+             "",
+             f"`{exports.OPENEQA_FILE}` holds the {openeqa_items} items with a free-form answer in OpenEQA's format.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,103 @@
+"""Gate E: a panel answers every released item; the response matrix it gives.
+
+The built-in panel is simulated (computed here, not by a model, and labelled so in every output):
+a uniform guess, the answer prior, a text-only heuristic, and evidence readers that read the
+answer key and are wrong on a set share of each capability's items (``DEFAULT_PANEL``). Models on OpenAI-compatible endpoints (the
+intent's ``models.panel``) answer through ``forge eval``'s client; their scored rows arrive here
+as records.
+
+The response-matrix contract: every (model, item) pair has exactly one row, attributed to a
+model id, scored in [0, 1]; a response the package's scorer cannot parse is invalid, scores 0
+and stays in the matrix.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+
+RESPONSE_FIELDS = ("model", "model_reported", "simulated", "item_id", "response", "answer", "valid", "score")
+
+
+@dataclass(frozen=True)
+class PanelMember:
+    """One column group of the matrix: a spec and how it is labelled."""
+
+    model: str  # builtin:NAME[:ARG] or BASE_URL@MODEL
+    simulated: bool
+    label: str  # what every output shows beside its results
+
+
+def solver_responses(folder: Path, specs: Sequence[str]) -> tuple[list[PanelMember], list[dict[str, Any]]]:
+    """The built-in members' scored responses on the package laid out in ``folder``."""
+    from forge.evaluation import load_package, parse_spec
+    from forge.evaluation.run import solver_rows
+
+    pkg = load_package(folder)
+    members, rows = [], []
+    for text in specs:
+        spec = parse_spec(text)
+        if spec.solver is None:
+            raise ValueError(f"{text}: the built-in panel takes builtin:NAME solvers; models answer as the "
+                             "intent's models.panel")
+        members.append(PanelMember(spec.spec, True, spec.label or "simulated"))
+        rows += [response_record(r) for r in solver_rows(pkg, spec, pkg.items, run_id="gate-e")]
+    return members, rows
+
+
+def response_record(row: Any) -> dict[str, Any]:
+    """The released form of one scored response (an ``EvalRow``): what and who, not when."""
+    return {"model": row.model, "model_reported": row.model_reported, "simulated": bool(row.simulated),
+            "item_id": row.item_id, "response": row.response, "answer": row.answer, "valid": bool(row.valid),
+            "score": float(row.score) if row.valid else 0.0}
+
+
+def matrix_problems(members: Sequence[dict[str, Any]], item_ids: Sequence[str],
+                    rows: Iterable[dict[str, Any]]) -> list[str]:
+    """What breaks the response-matrix contract (empty when it holds)."""
+    models = [m["model"] for m in members]
+    problems: list[str] = []
+    if len(set(models)) != len(models):
+        problems.append("a panel member is listed twice")
+    expected = {(m, i) for m in models for i in item_ids}
+    seen: set[tuple[str, str]] = set()
+    for n, r in enumerate(rows, 1):
+        pair = (r.get("model"), r.get("item_id"))
+        if pair not in expected:
+            problems.append(f"row {n}: ({pair[0]}, {pair[1]}) is not a panel member and released item")
+        elif pair in seen:
+            problems.append(f"row {n}: ({pair[0]}, {pair[1]}) is answered twice")
+        seen.add(pair)
+        if not r.get("model_reported"):
+            problems.append(f"row {n}: no model id the response is attributed to")
+        score = r.get("score")
+        if not isinstance(score, (int, float)) or not 0.0 <= float(score) <= 1.0:
+            problems.append(f"row {n}: score {score!r} is not in [0, 1]")
+        elif not r.get("valid") and float(score) != 0.0:
+            problems.append(f"row {n}: an invalid response scored {score}")
+        if len(problems) >= 20:
+            break
+    missing = len(expected - seen)
+    if missing:
+        problems.append(f"{missing} (model, item) pairs have no scored response")
+    return problems
+
+
+def score_matrix(models: Sequence[str], item_ids: Sequence[str], rows: Iterable[dict[str, Any]]) -> np.ndarray:
+    """models x items scores; a partial score (ordered lists, numbers) counts as correct from 0.5
+    up, so the matrix is the 0/1 one a 2PL model fits."""
+    m_index = {m: k for k, m in enumerate(models)}
+    i_index = {i: k for k, i in enumerate(item_ids)}
+    y = np.full((len(models), len(item_ids)), np.nan)
+    for r in rows:
+        y[m_index[r["model"]], i_index[r["item_id"]]] = 1.0 if float(r["score"]) >= 0.5 else 0.0
+    return y
+
+
+def read_responses(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]

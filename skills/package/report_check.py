@@ -1,0 +1,113 @@
+"""``forge verify``'s recomputation of an assessed package's reported numbers.
+
+From the package's own records: every panel response is read and scored again by the package's
+scorer; the response matrix is checked complete; the IRT diagnosis is refitted (with the
+recorded bootstrap replicates and seed); ``report.json`` is computed again, ``report.html``
+rendered again from it, and the exports made again from the items. Any difference is named
+with the file and the field; nothing raises on damage.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from forge_skills.package import exports
+from forge_skills.package.panel import matrix_problems, read_responses
+from forge_skills.package.report_data import (HTML_FILE, IRT_FILE, PANEL_FILE, REPORT_FILE, RESPONSES_FILE,
+                                              compute_report, irt_diagnosis)
+from forge_skills.package.report_html import render_report
+
+TOLERANCE = 1e-6  # floating-point refits on another machine may differ in the last digits
+MAX_PROBLEMS = 30
+
+
+def differences(recorded: Any, recomputed: Any, path: str = "", out: list[str] | None = None) -> list[str]:
+    """Paths where two JSON values differ (numbers within TOLERANCE agree)."""
+    out = [] if out is None else out
+    if len(out) >= MAX_PROBLEMS:
+        return out
+    if isinstance(recorded, bool) or isinstance(recomputed, bool):
+        if recorded != recomputed:
+            out.append(f"{path or '(top)'}: recorded {recorded!r}, recomputed {recomputed!r}")
+    elif isinstance(recorded, (int, float)) and isinstance(recomputed, (int, float)):
+        a, b = float(recorded), float(recomputed)
+        if not (math.isclose(a, b, rel_tol=TOLERANCE, abs_tol=TOLERANCE) or (math.isnan(a) and math.isnan(b))):
+            out.append(f"{path}: recorded {recorded!r}, recomputed {recomputed!r}")
+    elif isinstance(recorded, dict) and isinstance(recomputed, dict):
+        for k in sorted(set(recorded) | set(recomputed), key=str):
+            if k not in recorded or k not in recomputed:
+                out.append(f"{path}.{k}: {'not recorded' if k not in recorded else 'not recomputed'}")
+            else:
+                differences(recorded[k], recomputed[k], f"{path}.{k}" if path else str(k), out)
+    elif isinstance(recorded, list) and isinstance(recomputed, list):
+        if len(recorded) != len(recomputed):
+            out.append(f"{path}: {len(recorded)} entries recorded, {len(recomputed)} recomputed")
+        else:
+            for i, (a, b) in enumerate(zip(recorded, recomputed)):
+                differences(a, b, f"{path}[{i}]", out)
+    elif recorded != recomputed:
+        out.append(f"{path or '(top)'}: recorded {recorded!r}, recomputed {recomputed!r}")
+    return out
+
+
+def recheck(folder: Path) -> list[str]:
+    """Every reported number that does not follow from the package's records (empty: all do)."""
+    try:
+        listed = json.loads((folder / "manifest.json").read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []  # the file check reports an unreadable manifest
+    if REPORT_FILE not in listed:
+        return []  # not assessed: nothing reported
+    try:
+        return _recheck(folder)
+    except Exception as exc:  # damaged records: report, never raise
+        return [f"the evaluation records cannot be recomputed ({type(exc).__name__}: {exc})"]
+
+
+def _recheck(folder: Path) -> list[str]:
+    from forge.evaluation import load_package
+    from forge.evaluation.prompt import read_reply
+
+    problems: list[str] = []
+    pkg = load_package(folder)
+    panel = json.loads((folder / PANEL_FILE).read_text())
+    rows = read_responses((folder / RESPONSES_FILE).read_bytes())
+    problems += [f"{RESPONSES_FILE}: {p}" for p in matrix_problems(panel["members"], [it["id"] for it in pkg.items],
+                                                                       rows)]
+    for n, r in enumerate(rows, 1):
+        if r.get("item_id") not in pkg.keys:
+            continue  # named by the matrix check
+        reading, _ = read_reply(str(r.get("response", "")), lambda text: pkg.parse(r["item_id"], text))
+        score = pkg.score(r["item_id"], reading) if reading is not None else 0.0
+        if reading != r.get("answer") or (reading is not None) != r.get("valid") or not math.isclose(score, float(r.get("score", -1))):
+            problems.append(f"{RESPONSES_FILE} row {n} ({r.get('model')}, {r.get('item_id')}): recorded "
+                            f"{r.get('answer')!r} scored {r.get('score')}, the package's scorer reads "
+                            f"{reading!r} scored {score}")
+        if len(problems) >= MAX_PROBLEMS:
+            return problems
+    diagnosis = irt_diagnosis(folder, int(panel.get("bootstrap", 0)), int(panel.get("seed", 0)))
+    problems += [f"{IRT_FILE}: {p}" for p in differences(json.loads((folder / IRT_FILE).read_text()),
+                                                          json.loads(diagnosis.to_json()))]
+    recorded = json.loads((folder / REPORT_FILE).read_text())
+    problems += [f"{REPORT_FILE}: {p}" for p in differences(recorded, compute_report(folder))]
+    if (folder / HTML_FILE).read_text(encoding="utf-8") != render_report(recorded):
+        problems.append(f"{HTML_FILE}: differs from the page report.json renders")
+    problems += _exports(folder, pkg)
+    return problems[:MAX_PROBLEMS]
+
+
+def _exports(folder: Path, pkg: Any) -> list[str]:
+    import pyarrow.parquet as pq
+
+    problems = []
+    shipped = pq.read_table(folder / exports.PARQUET_FILE).to_pylist()
+    again = pq.read_table(io.BytesIO(exports.parquet(pkg.items, pkg.keys))).to_pylist()
+    if shipped != again:
+        problems.append(f"{exports.PARQUET_FILE}: rows differ from the items and answers")
+    if json.loads((folder / exports.OPENEQA_FILE).read_text()) != json.loads(exports.openeqa(pkg.items, pkg.keys)):
+        problems.append(f"{exports.OPENEQA_FILE}: records differ from the items and answers")
+    return problems
