@@ -129,6 +129,9 @@ def _print_summary(s: dict[str, Any]) -> None:
                       + (f" = {per:.1f} per accepted item" if per is not None else ""))
     if models.get("without_model"):
         console.print(f"without a model (built-in backends): {'; '.join(models['without_model'])}")
+    for member, use in (s.get("gate_E_models") or {}).items():
+        console.print(f"gate E: {member} answered {use['items']} items ({use['tokens_in'] + use['tokens_out']} "
+                      "tokens of evaluation, not counted as construction)")
     for e in s["errors"][:5]:
         console.print(f"[red]failed:[/red] {e}")
     console.print(f"package: [bold]{s['package_path']}[/bold]")

@@ -99,6 +99,16 @@ def test_every_role_on_a_model(tmp_path):
         assert doubted[0] >= 1 and doubted[1] == "verifier-m"
         # The panel answered a sample per template without media; its report is in C1's.
         assert script.asked["panel"] >= 1
+        # Gate E: the panel model also answered every released item, beside the simulated solvers.
+        member = f"{server.base_url}@panel-m"
+        panel = json.loads((pkg / "evaluation" / "panel.json").read_text())
+        assert {"model": member, "label": "model (panel/p1)", "simulated": False} in panel["members"]
+        answered = [json.loads(line) for line in open(pkg / "evaluation" / "responses.jsonl")]
+        mine = [r for r in answered if r["model"] == member]
+        assert len(mine) == len(released) and {r["model_reported"] for r in mine} == {"panel-m"}
+        assert summary["gate_E_models"][member]["items"] == len(released)
+        report = json.loads((pkg / "report.json").read_text())
+        assert member in report["irt"]["theta"] and script.asked["other"] >= len(released)
         # Both judges scored every template's sample and the benchmark; the package averages them.
         quality = json.loads((pkg / "quality.json").read_text())
         assert set(quality["judges"]) == {"judges/a", "judges/b"}

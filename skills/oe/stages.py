@@ -27,7 +27,7 @@ from forge.models.roles import RoleContext
 from forge.stagegraph import BuildState, Route, Step, WorkflowRunner
 from forge.store import Store
 from forge_skills.oe.roles import judge, panel_blind_and_full, verify_grey_batch
-from forge_skills.package.assess_step import assess_package
+from forge_skills.package.assess_step import assess_package, model_panel
 from forge_skills.package.build_record import blind_margins, repairs_by_cause
 from forge_skills.verify.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, StoreMemo, allocate,
                                        allocate_by_source, balance_answers, blind_evaluation, expected_yield,
@@ -75,6 +75,7 @@ class StageRunner(WorkflowRunner):
         self._blind_memo: StoreMemo | None = None  # C1 reports by input digest (persisted in the store)
         self._summaries: dict[str, BindingSummary] = {}  # bindings are immutable: summarize each once
         self._repaired_items: set[str] = set()
+        self.panel_usage: dict[str, Any] = {}  # gate E: what the panel's models were asked (the evaluation's tokens)
 
     # -- the stage graph (forge.stagegraph) -------------------------------------------------
 
@@ -128,6 +129,8 @@ class StageRunner(WorkflowRunner):
         }
         if self.repair is not None:
             out["repair"] = self.repair.summary(set(accepted), self.verified_before_repair)
+        if self.panel_usage:
+            out["gate_E_models"] = self.panel_usage
         return out
 
     # -- stages ---------------------------------------------------------------------------
@@ -555,7 +558,8 @@ class StageRunner(WorkflowRunner):
         record = {"funnel": [{"stage": s, "items": int(n)} for s, n in funnel],
                   "repairs": repairs_by_cause(self.repair.records if self.repair is not None else []),
                   "blind": blind_margins(self.blind_reports)}
-        return {"ids": {"Package": assess_package(self, pkg_id, self.gates, record)}}
+        members, rows, self.panel_usage = model_panel(self, pkg_id, self.models.members("panel"))
+        return {"ids": {"Package": assess_package(self, pkg_id, self.gates, record, (members, rows))}}
 
     def _note_planning_roles(self) -> None:
         """The coordinator counts when free text chose the capabilities (the catalogue is its
