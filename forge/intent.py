@@ -38,6 +38,8 @@ class GateSettings(_Strict):
     panel: list[str] = Field(default_factory=lambda: list(DEFAULT_PANEL),
                              description="gate E's built-in panel (simulated solvers, builtin:NAME[:ARG]); the "
                                          "models of models.panel answer beside them")
+    panel_agents: list[str] | None = Field(None, description="gate E's built-in agents for interactive tasks (default: "
+                                                             "the track's: the reference, a random and a greedy agent)")
     irt_bootstrap: int = Field(1000, ge=0, le=100_000, description="gate F: model-bootstrap replicates of the IRT "
                                                                    "fit (0: none)")
 

@@ -29,6 +29,8 @@ from forge.resources import ResourceDescriptor, descriptor
 from forge.stagegraph import BuildState, Route, Step, WorkflowRunner
 from forge.store import Store
 from forge.tracks import Track
+from forge_skills.package.assess_step import assess_package
+from forge_skills.package.build_record import repairs_by_cause
 
 ROLES = ("blueprint", "plan", "collect", "structure", "template", "bind", "synthesize", "package")
 SOURCE_ROLES = ("plan", "collect", "structure")
@@ -75,7 +77,8 @@ def node_fanout(role: str, loaded: LoadedIntent) -> list[dict[str, Any]] | None:
 
 class IERunner(WorkflowRunner):
     steps = (Step("verify", "S5", "verification (gates B2, C2, D2)", after="synthesize"),
-             Step("repair", "S5", "diagnosis and repair", then="verify"))
+             Step("repair", "S5", "diagnosis and repair", then="verify"),
+             Step("assess", "S5", "gates E and F: agents' episodes, IRT and report", after="package"))
     stage_titles = {"S1": "intent blueprinting", "S2": "scene collection", "S3": "state structuring",
                     "S4": "task synthesis", "S5": "packaging"}
 
@@ -100,10 +103,26 @@ class IERunner(WorkflowRunner):
         return {"plan": self.plan, "synthesize": self.synthesize, "package": self.package}
 
     def step_handlers(self):
-        return {"verify": self.verify, "repair": self.repair_round}
+        return {"verify": self.verify, "repair": self.repair_round, "assess": self.assess}
 
     def routes(self) -> list[Route]:
         return [Route("verify", self.after_verify, ("repair", "plan"))]
+
+    def assess(self, state: BuildState) -> dict[str, Any]:
+        """Gates E and F: the built-in agents run every released task, IRT over their outcomes,
+        the report."""
+        pkg_id = self.package_id(state)
+        candidates = (len(self.results.get("synthesize", NodeResult()).verified)
+                      + len(self.results.get("synthesize", NodeResult()).rejected))
+        funnel, left = [("tasks synthesized", candidates)], candidates
+        for gate in ("B2", "C2", "D2"):
+            left -= int(self.log.counts.get(gate, {}).get("fail", 0))
+            funnel.append((f"passed {gate}", left))
+        funnel += [("accepted", len(self.stats.get("accepted", []))),
+                   ("released", self.executor.load(pkg_id).counts.get("tasks", 0))]
+        record = {"funnel": [{"stage": s, "items": int(n)} for s, n in funnel],
+                  "repairs": repairs_by_cause(self.repair.records if self.repair is not None else []), "blind": []}
+        return {"ids": {"Package": assess_package(self, pkg_id, self.gates, record)}}
 
     def package_id(self, state: dict[str, Any]) -> str:
         return state["ids"]["Package"][0]

@@ -22,6 +22,8 @@ def assess_package(runner: Any, package_id: str, gates: dict[str, Any], record: 
     members, rows = model_panel
     params = {"panel": list(gates["panel"]), "bootstrap": int(gates["irt_bootstrap"]), "build": record,
               "model_members": members, "model_rows": rows}
+    if gates.get("panel_agents") is not None:
+        params["agents"] = list(gates["panel_agents"])
     node = WorkflowNode("assess", REGISTRY.get(SKILL), {})
     invocation = runner.executor.invocation(node, {"package": package_id}, params)
     result = runner.executor.run([invocation], label=f"S5 {SKILL}")

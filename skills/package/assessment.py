@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,10 @@ from forge_skills.evaluate.bootstrap import BOOTSTRAP_SEED
 from forge_skills.package import exports
 from forge_skills.package.oe_package import module_name
 from forge.evaluation.solvers import DEFAULT_PANEL
+from forge_skills.package.episode_panel import DEFAULT_AGENTS, EPISODES_FILE, episode_responses, is_task_package
 from forge_skills.package.panel import matrix_problems, solver_responses
 from forge_skills.package.report_data import (BUILD_FILE, HTML_FILE, IRT_FILE, PANEL_FILE, REPORT_FILE, RESPONSES_FILE,
-                                              compute_report, irt_diagnosis)
+                                              compute_report, irt_diagnosis, item_rows)
 from forge_skills.package.report_html import render_report
 
 
@@ -36,6 +38,8 @@ class AssessParams(BaseModel):
                                                 description="panel models: {model, label} per member, in order")
     model_rows: list[dict[str, Any]] = Field(default_factory=list,
                                              description="the panel models' scored responses, one per item")
+    agents: list[str] = Field(default_factory=lambda: list(DEFAULT_AGENTS),
+                              description="built-in agents of gate E for interactive tasks")
     bootstrap: int = Field(1000, ge=0, description="model-bootstrap replicates of the IRT fit (0: none)")
     seed: int = BOOTSTRAP_SEED
     build: dict[str, Any] = Field(default_factory=dict, description="the build's record: funnel, repairs, skills, "
@@ -62,14 +66,20 @@ def assess(ctx: SkillContext, package: Package) -> list[Package]:
             if not rel.startswith("media/"):  # the panel reads items and keys; media stay in the store
                 (folder / rel).parent.mkdir(parents=True, exist_ok=True)
                 (folder / rel).write_bytes(ctx.get_blob(blob))
-        members, rows = solver_responses(folder, p.panel)
-        panel = {"members": [m.__dict__ for m in members] + [{**m, "simulated": False} for m in p.model_members],
+        tasks = is_task_package(folder)
+        if tasks:  # interactive tasks: agents run the episodes
+            members, rows, records = episode_responses(folder, p.agents)
+            added[EPISODES_FILE] = _jsonl(records)
+            (folder / EPISODES_FILE).parent.mkdir(parents=True, exist_ok=True)
+            (folder / EPISODES_FILE).write_bytes(added[EPISODES_FILE])
+        else:
+            solvers, rows = solver_responses(folder, p.panel)
+            members = [asdict(m) for m in solvers]
+        panel = {"members": members + [{**m, "simulated": False} for m in p.model_members],
                  "bootstrap": p.bootstrap, "seed": p.seed,
                  "note": "members marked simulated are built-in solvers computed here, not models"}
         rows += p.model_rows
-        items = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines() if line.strip()]
-        keys = {r["id"]: r for r in map(json.loads, (folder / "answers.jsonl").read_text().splitlines()) if r}
-        problems = matrix_problems(panel["members"], [it["id"] for it in items], rows)
+        problems = matrix_problems(panel["members"], [it["id"] for it in item_rows(folder)], rows)
         if problems:
             raise ValueError("gate E: the response matrix is incomplete: " + "; ".join(problems[:5]))
         order = {m["model"]: k for k, m in enumerate(panel["members"])}
@@ -84,17 +94,23 @@ def assess(ctx: SkillContext, package: Package) -> list[Package]:
         added[IRT_FILE] = diagnosis.to_json(indent=1).encode() + b"\n"
         (folder / IRT_FILE).write_bytes(added[IRT_FILE])
         report = compute_report(folder)
+        if not tasks:
+            items = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines() if line.strip()]
+            keys = {r["id"]: r for r in map(json.loads, (folder / "answers.jsonl").read_text().splitlines())}
     added[REPORT_FILE] = _json(report)
     report = json.loads(added[REPORT_FILE])  # the page renders what report.json says, as verify re-renders it
     added[HTML_FILE] = render_report(report).encode()
-    mod = module_name(package.name)
-    added[exports.TASK_FILE] = exports.inspect_task(mod)
-    added[f"{mod}/prompt.py"] = exports.prompt_module()
-    added[exports.PARQUET_FILE] = exports.parquet(items, keys)
-    added[exports.OPENEQA_FILE] = exports.openeqa(items, keys)
-    readme = ctx.get_blob(files["README.md"]).decode()
-    added["README.md"] = (exports.dataset_card_header(package.name) + readme.rstrip("\n") + "\n\n"
-                          + _readme_section(report, len(json.loads(exports.openeqa(items, keys))))).encode()
+    readme = ctx.get_blob(files["README.md"]).decode().rstrip("\n") + "\n\n"
+    if tasks:
+        added["README.md"] = (readme + _readme_section(report, None)).encode()
+    else:  # question items run in other tools too
+        mod = module_name(package.name)
+        added[exports.TASK_FILE] = exports.inspect_task(mod)
+        added[f"{mod}/prompt.py"] = exports.prompt_module()
+        added[exports.PARQUET_FILE] = exports.parquet(items, keys)
+        added[exports.OPENEQA_FILE] = exports.openeqa(items, keys)
+        added["README.md"] = (exports.dataset_card_header(package.name) + readme
+                              + _readme_section(report, len(json.loads(added[exports.OPENEQA_FILE])))).encode()
     for rel, data in added.items():
         files[rel] = ctx.put_blob(data)
     manifest = json.loads(ctx.get_blob(package.manifest))
@@ -108,22 +124,27 @@ def assess(ctx: SkillContext, package: Package) -> list[Package]:
                     manifest=files["manifest.json"])]
 
 
-def _readme_section(report: dict[str, Any], openeqa_items: int) -> str:
+def _readme_section(report: dict[str, Any], openeqa_items: int | None) -> str:
     models = report["models"]
     irt = report["irt"]
+    what = "ran every task's episode" if openeqa_items is None else "answered every item"
+    score = "Success rate" if openeqa_items is None else "Accuracy"
     lines = ["## Evaluation", "",
-             f"Gate E: {len(models)} panel members answered every item "
-             f"({sum(m['simulated'] for m in models)} simulated: built-in solvers, not models). "
-             "Accuracy: " + ", ".join(f"{m['model']} {m['accuracy']:.3f}" for m in models) + ".", "",
+             f"Gate E: {len(models)} panel members {what} "
+             f"({sum(m['simulated'] for m in models)} simulated: built-in, not models). "
+             f"{score}: " + ", ".join(f"{m['model']} {m['accuracy']:.3f}" for m in models) + ".", "",
              f"Gate F (2PL IRT, auxiliary): {irt['band_counts'].get('high', 0)} high, "
              f"{irt['band_counts'].get('moderate', 0)} moderate, {irt['band_counts'].get('low', 0)} low and "
              f"{irt['band_counts'].get('reversed', 0)} reversed items; {len(irt['flagged'])} flagged for diagnosis "
              "(`report.json`, `evaluation/irt.json`).", "",
              "The report is `report.html`; `forge verify` recomputes every number in it from `evaluation/` and the "
-             "items.", "",
-             "Run it elsewhere:", "",
-             f"    inspect eval {exports.TASK_FILE} --model PROVIDER/MODEL      # inspect_ai",
-             f"    datasets.load_dataset(\"PATH/TO/PACKAGE\")                    # the {exports.PARQUET_FILE} split",
-             "",
-             f"`{exports.OPENEQA_FILE}` holds the {openeqa_items} items with a free-form answer in OpenEQA's format.", ""]
+             "items.", ""]
+    if openeqa_items is None:
+        return "\n".join(lines)
+    lines += ["Run it elsewhere:", "",
+              f"    inspect eval {exports.TASK_FILE} --model PROVIDER/MODEL      # inspect_ai",
+              f"    datasets.load_dataset(\"PATH/TO/PACKAGE\")                    # the {exports.PARQUET_FILE} split",
+              "",
+              f"`{exports.OPENEQA_FILE}` holds the {openeqa_items} items with a free-form answer in OpenEQA's format.",
+              ""]
     return "\n".join(lines)

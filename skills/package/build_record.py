@@ -37,10 +37,13 @@ def skill_use(store: Any, build_id: str, also: Iterable[tuple[str, str]] = ()) -
         "SELECT DISTINCT r.skill, r.stage FROM skill_runs r JOIN build_runs b ON r.run_key = b.run_key "
         "WHERE b.build_id = ?", [build_id]).fetchall()
     rows = sorted(set(map(tuple, rows)) | set(also))
+    from forge.resources import descriptors
+
     settings = skill_settings()
+    shared = {name for name, _ in also}  # steps every track runs: every source kind uses them
     used = []
     for name, stage in rows:
-        n = len(settings.get(name, ()))
+        n = len(descriptors()) if name in shared else len(settings.get(name, ()))
         used.append({"skill": name, "stage": stage, "settings": n, "specific": n < 2})
     reused = sum(not u["specific"] for u in used)
     return {"used": used, "summary": {"used": len(used), "reused": reused, "specific": len(used) - reused,

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from forge_skills.package import exports
+from forge_skills.package.episode_panel import EPISODES_FILE, is_task_package
 from forge_skills.package.panel import matrix_problems, read_responses
 from forge_skills.package.report_data import (HTML_FILE, IRT_FILE, PANEL_FILE, REPORT_FILE, RESPONSES_FILE,
-                                              compute_report, irt_diagnosis)
+                                              compute_report, irt_diagnosis, item_rows)
 from forge_skills.package.report_html import render_report
 
 TOLERANCE = 1e-6  # floating-point refits on another machine may differ in the last digits
@@ -73,11 +74,14 @@ def _recheck(folder: Path) -> list[str]:
     from forge.evaluation.prompt import read_reply
 
     problems: list[str] = []
-    pkg = load_package(folder)
     panel = json.loads((folder / PANEL_FILE).read_text())
     rows = read_responses((folder / RESPONSES_FILE).read_bytes())
-    problems += [f"{RESPONSES_FILE}: {p}" for p in matrix_problems(panel["members"], [it["id"] for it in pkg.items],
+    problems += [f"{RESPONSES_FILE}: {p}" for p in matrix_problems(panel["members"], [it["id"] for it in item_rows(folder)],
                                                                        rows)]
+    if is_task_package(folder):
+        problems += _episode_rows(folder, rows)
+        return (problems + _report(folder, panel))[:MAX_PROBLEMS]
+    pkg = load_package(folder)
     for n, r in enumerate(rows, 1):
         if r.get("item_id") not in pkg.keys:
             continue  # named by the matrix check
@@ -89,6 +93,14 @@ def _recheck(folder: Path) -> list[str]:
                             f"{reading!r} scored {score}")
         if len(problems) >= MAX_PROBLEMS:
             return problems
+    problems += _report(folder, panel)
+    problems += _exports(folder, pkg)
+    return problems[:MAX_PROBLEMS]
+
+
+def _report(folder: Path, panel: dict[str, Any]) -> list[str]:
+    """The IRT diagnosis, report.json and the page, each made again."""
+    problems = []
     diagnosis = irt_diagnosis(folder, int(panel.get("bootstrap", 0)), int(panel.get("seed", 0)))
     problems += [f"{IRT_FILE}: {p}" for p in differences(json.loads((folder / IRT_FILE).read_text()),
                                                           json.loads(diagnosis.to_json()))]
@@ -96,8 +108,22 @@ def _recheck(folder: Path) -> list[str]:
     problems += [f"{REPORT_FILE}: {p}" for p in differences(recorded, compute_report(folder))]
     if (folder / HTML_FILE).read_text(encoding="utf-8") != render_report(recorded):
         problems.append(f"{HTML_FILE}: differs from the page report.json renders")
-    problems += _exports(folder, pkg)
-    return problems[:MAX_PROBLEMS]
+    return problems
+
+
+def _episode_rows(folder: Path, rows: list[dict[str, Any]]) -> list[str]:
+    """Each agent's task score agrees with its shipped episode record (re-running the episodes
+    is re-verification's work)."""
+    records = {(r["agent"], r["task_id"]): r for r in map(json.loads, (folder / EPISODES_FILE).read_text().splitlines())}
+    problems = []
+    for n, r in enumerate(rows, 1):
+        rec = records.get((r.get("model"), r.get("item_id")))
+        if rec is None:
+            problems.append(f"{RESPONSES_FILE} row {n}: no episode record of {r.get('model')} on {r.get('item_id')}")
+        elif float(r.get("score", -1)) != (1.0 if rec["success"] else 0.0):
+            problems.append(f"{RESPONSES_FILE} row {n} ({r.get('model')}, {r.get('item_id')}): score {r.get('score')}, "
+                            f"its episode {'succeeded' if rec['success'] else 'failed'}")
+    return problems
 
 
 def _exports(folder: Path, pkg: Any) -> list[str]:

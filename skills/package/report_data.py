@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from forge_skills.package.episode_panel import EPISODES_FILE, episode_metrics
 from forge_skills.package.panel import read_responses, score_matrix
 
 FORMAT = "forge.report/1"
@@ -47,17 +48,27 @@ def irt_diagnosis(folder: Path, bootstrap: int, seed: int) -> Any:
 
     panel = json.loads((folder / PANEL_FILE).read_text())
     models = [m["model"] for m in panel["members"]]
-    items = [r["id"] for r in _jsonl(folder / "items.jsonl")]
+    items = [r["id"] for r in item_rows(folder)]
     rows = read_responses((folder / RESPONSES_FILE).read_bytes())
     y = score_matrix(models, items, rows)
     return diagnose(y, model_ids=models, item_ids=items, bootstrap_replicates=bootstrap, seed=seed)
 
 
+def item_rows(folder: Path) -> list[dict[str, Any]]:
+    """The released items as the report groups them: question items by capability and question
+    type; interactive tasks (``tasks.jsonl``) by scene type and split."""
+    if (folder / "items.jsonl").is_file():
+        return [{"id": r["id"], "capability": r.get("capability"), "question_type": r.get("question_type")}
+                for r in _jsonl(folder / "items.jsonl")]
+    return [{"id": r["task_id"], "capability": r.get("scene_type"), "question_type": r.get("split")}
+            for r in _jsonl(folder / "tasks.jsonl")]
+
+
 def compute_report(folder: Path) -> dict[str, Any]:
     """report.json's content from the records in the package folder."""
     manifest = json.loads((folder / "manifest.json").read_text())
-    items = _jsonl(folder / "items.jsonl")
-    keys = {r["id"]: r for r in _jsonl(folder / "answers.jsonl")}
+    items = item_rows(folder)
+    keys = {r["id"]: r for r in items}
     composition = json.loads((folder / "composition.json").read_text())
     build = json.loads((folder / BUILD_FILE).read_text())
     panel = json.loads((folder / PANEL_FILE).read_text())
@@ -75,6 +86,8 @@ def compute_report(folder: Path) -> dict[str, Any]:
         "models": _models(panel, rows, keys),
         "irt": _irt(irt),
         "human_review": composition.get("human_review"),
+        **({"episodes": episode_metrics(_jsonl(folder / EPISODES_FILE), panel["members"])}
+           if (folder / EPISODES_FILE).is_file() else {}),
     }
 
 
@@ -82,7 +95,9 @@ def _composition(items: list[dict[str, Any]], composition: dict[str, Any]) -> di
     caps = sorted({str(it.get("capability")) for it in items})
     qts = sorted({str(it.get("question_type")) for it in items})
     cells = Counter((str(it.get("capability")), str(it.get("question_type"))) for it in items)
-    return {"capabilities": caps, "question_types": qts,
+    tasks = "scene_types" in composition  # a package of interactive tasks
+    return {"rows": "scene type" if tasks else "capability", "columns": "split" if tasks else "question type",
+            "capabilities": caps, "question_types": qts,
             "counts": [[cells[(c, q)] for q in qts] for c in caps],
             "by_source": {k: v.get("items") if isinstance(v, dict) else v
                           for k, v in sorted((composition.get("sources") or {}).items())}}

@@ -58,11 +58,12 @@ def render_report(r: dict[str, Any]) -> str:
 
 
 def _composition(c: dict[str, Any]) -> list[str]:
-    out = ["<h2>Composition</h2>", '<p class="note">Released items per capability and question type.</p>',
+    by, of = c.get("rows", "capability"), c.get("columns", "question type")
+    out = ["<h2>Composition</h2>", f'<p class="note">Released items per {escape(by)} and {escape(of)}.</p>',
            svg.heatmap("composition", c["capabilities"], c["question_types"],
-                       [[v or None for v in row] for row in c["counts"]], title="items per capability and question type")]
+                       [[v or None for v in row] for row in c["counts"]], title=f"items per {by} and {of}")]
     rows = [(cap, sum(row)) for cap, row in zip(c["capabilities"], c["counts"])]
-    out.append(_table("composition", ["capability", "items"], rows, "no items"))
+    out.append(_table("composition", [by, "items"], rows, "no items"))
     if c.get("by_source"):
         out.append(_table("sources", ["source", "items"], list(c["by_source"].items()), "no source"))
     return out
@@ -119,8 +120,11 @@ def _models(models: list[dict[str, Any]]) -> list[str]:
 
 
 def _episodes(ep: dict[str, Any]) -> list[str]:
-    rows = [(a["agent"], a["episodes"], a["sr"], a["eqa"], a["srl"], a["steps"]) for a in ep.get("agents", [])]
-    out = ["<h2>Interactive episodes</h2>"]
+    rows = [(f"{a['agent']} (simulated)" if a["simulated"] else a["agent"], a["episodes"], a["sr"], a["eqa"], a["srl"],
+             a["steps"]) for a in ep.get("agents", [])]
+    out = ["<h2>Interactive episodes</h2>",
+           '<p class="note">SR: success rate; EQA: trajectory-question accuracy (a micro average over questions); '
+           "SRL: success and a correct answer together; steps: the average over every episode.</p>"]
     if rows:
         out.append(svg.bars("episode-sr", [r[0] for r in rows], [r[2] or 0.0 for r in rows], maximum=1.0,
                             title="success rate per agent"))

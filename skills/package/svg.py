@@ -64,7 +64,9 @@ def heatmap(name: str, rows: Sequence[str], cols: Sequence[str], values: Sequenc
             if v is not None:
                 colour = "#fff" if shade > 0.6 else "#222"
                 body.append(_text(x + cell / 2 - 1, y + 20, fmt.format(v), "middle", f'fill="{colour}"'))
-    return _svg(name, label_w + cell * max(1, len(cols)) + 10, int(head + cell / 2 * max(1, len(rows)) + 10), body, title)
+    # The rotated column labels lean right: room for the last one's length.
+    return _svg(name, label_w + cell * max(1, len(cols)) + 110, int(head + cell / 2 * max(1, len(rows)) + 10), body,
+                title)
 
 
 def curves(name: str, x: Sequence[float], series: dict[str, Sequence[float]], *, title: str, x_label: str,

@@ -604,7 +604,8 @@ def response_matrix_complete(pkg: Package, ctx: CheckContext) -> Outcome:
     try:
         panel = json.loads(ctx.store.get_blob(pkg.files[PANEL_FILE]))
         rows = read_responses(ctx.store.get_blob(pkg.files[RESPONSES_FILE]))
-        items = [json.loads(line)["id"] for line in ctx.store.get_blob(pkg.files["items.jsonl"]).decode().splitlines()
+        listing, key = ("items.jsonl", "id") if "items.jsonl" in pkg.files else ("tasks.jsonl", "task_id")
+        items = [json.loads(line)[key] for line in ctx.store.get_blob(pkg.files[listing]).decode().splitlines()
                  if line.strip()]
     except (KeyError, ValueError) as exc:
         return Outcome(False, f"panel records unreadable: {type(exc).__name__}: {exc}")

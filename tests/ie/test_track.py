@@ -207,3 +207,34 @@ def test_the_example_builds_220_tasks_over_four_scene_types_that_pass_every_gate
         assert abs(row["simple"]["achieved"] - row["hard"]["achieved"]) <= 1
     ref = _forge("eval", s["package_path"], "--agent", "reference", "--json")
     assert json.loads(ref.stdout)["reports"][0]["metrics"]["overall"]["SR"] == 1.0
+
+
+def test_gate_e_runs_the_agents_and_verify_recomputes_the_report(ie_built, tmp_path):
+    """Gate E on tasks: the built-in agents (simulated) run every released task; the response
+    matrix is agents x tasks, the episodes ship beside it, and the report's SR/EQA/SRL/steps and
+    IRT follow from them (a changed outcome is caught even with its checksum fixed)."""
+    import hashlib
+    import shutil
+
+    from forge.verify import verify_package
+
+    pkg = ie_built["package"]
+    report = json.loads((pkg / "report.json").read_text())
+    agents = {a["agent"]: a for a in report["episodes"]["agents"]}
+    assert set(agents) == {"reference", "random:1", "greedy"} and all(a["simulated"] for a in agents.values())
+    assert agents["reference"]["sr"] == 1.0 and agents["random:1"]["sr"] < 0.2
+    assert agents["reference"]["episodes"] == 24 and agents["reference"]["eqa"] > agents["random:1"]["eqa"]
+    rows = [json.loads(line) for line in (pkg / "evaluation" / "responses.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 * 24 and {r["item_id"] for r in rows} == {p.stem for p in (pkg / "tasks").glob("*.json")}
+    assert report["composition"]["rows"] == "scene type" and sum(map(sum, report["composition"]["counts"])) == 24
+    assert verify_package(pkg, None)["metric_problems"] == []
+    forged = Path(shutil.copytree(pkg, tmp_path / pkg.name))
+    victim = next(r for r in rows if r["model"] == "random:1")
+    victim["score"] = 1.0
+    text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
+    (forged / "evaluation" / "responses.jsonl").write_text(text)
+    manifest = json.loads((forged / "manifest.json").read_text())
+    manifest["files"]["evaluation/responses.jsonl"] = hashlib.sha256(text.encode()).hexdigest()
+    (forged / "manifest.json").write_text(json.dumps(manifest))
+    problems = verify_package(forged, None)["metric_problems"]
+    assert any("its episode failed" in p for p in problems), problems
