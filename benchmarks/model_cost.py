@@ -103,6 +103,12 @@ def main() -> None:
             print(f"{role:<22}{stage:<7}{row['calls']:>7}{row['tokens_in'] + row['tokens_out']:>10}"
                   f"{row['seconds']:>10.2f}")
     print("checks without a model: " + (", ".join(models["without_model"]) or "none"))
+    # Gate E asks the panel every released item: that is evaluating models on the benchmark, not
+    # building it, so it is counted apart (as the paper leaves target-model evaluation out).
+    for member, use in (summary.get("gate_E_models") or {}).items():
+        total = use["tokens_in"] + use["tokens_out"]
+        print(f"gate E (evaluation)  {member}: {use['items']} items, {total} tokens "
+              f"({total / max(1, use['items']):.0f} per item)")
     print(json.dumps({"tokens_per_accepted_item": models["tokens_per_accepted_item"]}))
     shutil.rmtree(work, ignore_errors=True)
 

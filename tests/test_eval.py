@@ -194,6 +194,18 @@ def test_built_in_solvers_answer_every_question_type_in_its_format(wide, tmp_pat
         assert report["invalid"] == 0, (name, report["by_question_type"])
 
 
+def test_gate_e_records_of_every_question_type_recompute_in_verify(wide):
+    """Gate E's responses over every answer form are read and scored again by the package's own
+    scorer, and every reported number follows from them."""
+    from forge.verify import verify_package
+
+    report = verify_package(wide["package"], None)
+    assert report["ok"] and report["metric_problems"] == []
+    numbers = json.loads((wide["package"] / "report.json").read_text())
+    assert len(numbers["composition"]["question_types"]) >= 6
+    assert {m["model"] for m in numbers["models"]} >= {"builtin:random", "builtin:oracle-noisy:0.05"}
+
+
 # -- a scripted model on the loopback server ----------------------------------------------------
 
 
