@@ -17,7 +17,6 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationEr
                       model_validator)
 
 from forge.errors import DefinitionError, IntentError, UsageError
-from forge.evaluation.solvers import DEFAULT_PANEL
 from forge.keys import digest
 from forge.models.config import ModelRoles
 from forge.paths import too_wide
@@ -29,13 +28,19 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _default_panel() -> list[str]:
+    from forge.evaluation.solvers import DEFAULT_PANEL  # imported when used: it brings the evaluation
+
+    return list(DEFAULT_PANEL)
+
+
 class GateSettings(_Strict):
     grey_batch: int = Field(6, ge=1, le=1000, description="items per template synthesized before full synthesis")
     grey_min_valid: float = Field(0.5, ge=0.0, le=1.0, description="valid fraction a grey batch needs")
     blind_margin: float = Field(0.05, ge=0.0, le=1.0, description="allowed blind accuracy above chance")
     blind_alpha: float = Field(0.05, gt=0.0, lt=1.0, description="significance of the blind excess (Bonferroni over the solvers)")
     min_blind_items: int = Field(8, ge=1, description="fewest items a template needs for the blind test (the exact binomial test guards small samples)")
-    panel: list[str] = Field(default_factory=lambda: list(DEFAULT_PANEL),
+    panel: list[str] = Field(default_factory=lambda: _default_panel(),
                              description="gate E's built-in panel (simulated solvers, builtin:NAME[:ARG]); the "
                                          "models of models.panel answer beside them")
     panel_agents: list[str] | None = Field(None, description="gate E's built-in agents for interactive tasks (default: "
@@ -75,7 +80,7 @@ class IntentBase(_Strict):
     version: str = Field("0.1.0", pattern=r"^[0-9]+(\.[0-9]+)*$")
     description: str = ""
     seed: int = 0
-    gates: GateSettings = GateSettings()
+    gates: GateSettings = Field(default_factory=GateSettings)
     repair: RepairPolicy = RepairPolicy()
     contracts: list[str] = Field(default_factory=list, description="extra contract folders, relative to the intent")
     templates_dirs: list[str] = Field(default_factory=list, description="extra template folders, relative to the intent")
