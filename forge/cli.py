@@ -537,8 +537,11 @@ def review(package: str | None, count: int, seed: int | None, out: str | None, s
 @click.argument("package", type=click.Path(file_okay=False))
 @click.option("--out", "out", type=click.Path(dir_okay=False), default=None,
               help="where to write the page (default: PACKAGE/.eval/report.html, beside the released files)")
+@click.option("--irt-backend", "irt_backend", type=click.Choice(["2pl", "py-irt"]), default="2pl",
+              help="py-irt: also fit the Bayesian 2PL (the irt-bayes extra) and report its agreement with the "
+                   "regularized fit")
 @click.option("--json", "as_json", is_flag=True, help="print the report's numbers as JSON")
-def report(package: str, out: str | None, as_json: bool) -> None:
+def report(package: str, out: str | None, irt_backend: str, as_json: bool) -> None:
     """Write PACKAGE's evaluation report (composition, gate funnel, repairs, skill reuse, scores per
     model and capability, IRT diagnosis, blind margins, human review) as one self-contained HTML
     page, recomputed from the package's own records; runs of `forge eval` stored beside the package
@@ -553,7 +556,7 @@ def report(package: str, out: str | None, as_json: bool) -> None:
         if not renderers:
             raise UsageError("no report renderer is registered (the built-in skills provide one)")
         try:
-            page, numbers = next(iter(renderers.values()))(folder)
+            page, numbers = next(iter(renderers.values()))(folder, irt_backend=irt_backend)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         target = Path(out) if out else folder / ".eval" / "report.html"

@@ -24,8 +24,33 @@ def later_runs(folder: Path) -> list[dict[str, Any]]:
     return out
 
 
-def package_report(folder: Path) -> tuple[str, dict[str, Any]]:
-    """(the page, its numbers); a package without evaluation records is a ValueError."""
+IRT_BACKENDS = ("2pl", "py-irt")
+
+
+def bayes_cross_check(folder: Path, epochs: int = 1000) -> dict[str, Any]:
+    """The py-irt (Bayesian 2PL) fit of the package's response matrix beside the regularized
+    fit: rank agreement of slopes and abilities, and each model's ability under both."""
+    import numpy as np
+
+    from forge_skills.evaluate import cross_check, fit_2pl, fit_py_irt
+    from forge_skills.package.panel import read_responses, score_matrix
+    from forge_skills.package.report_data import PANEL_FILE, RESPONSES_FILE, item_rows
+
+    panel = json.loads((folder / PANEL_FILE).read_text())
+    models = [m["model"] for m in panel["members"]]
+    y = score_matrix(models, [r["id"] for r in item_rows(folder)], read_responses((folder / RESPONSES_FILE).read_bytes()))
+    fit, bayes = fit_2pl(y), fit_py_irt(y, epochs=epochs, seed=0)
+    check = cross_check(fit, bayes)
+    return {"backend": "py-irt", "priors": bayes.priors, "epochs": bayes.epochs,
+            "spearman_a": round(float(check.spearman_a), 4), "spearman_theta": round(float(check.spearman_theta), 4),
+            "items": check.n_items, "models": check.n_models,
+            "theta": {m: [round(float(t2), 4), round(float(tb), 4)]
+                      for m, t2, tb in zip(models, fit.theta, np.asarray(bayes.theta, dtype=float))}}
+
+
+def package_report(folder: Path, irt_backend: str = "2pl") -> tuple[str, dict[str, Any]]:
+    """(the page, its numbers); a package without evaluation records is a ValueError. With
+    ``irt_backend="py-irt"`` the Bayesian fit is added as a cross-check of the regularized one."""
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     if REPORT_FILE not in manifest.get("files", {}):
         raise ValueError(f"{folder}: the package has no evaluation records (built before gates E and F ran, or "
@@ -40,4 +65,14 @@ def package_report(folder: Path) -> tuple[str, dict[str, Any]]:
                    + _table("later-runs", ["model", "label", "items", "accuracy", "invalid responses"], rows, "none"))
         page = page.replace("</body></html>", section + "</body></html>")
     report["later_runs"] = [{"model": r["model"], "accuracy": r.get("accuracy")} for r in runs]
+    if irt_backend not in IRT_BACKENDS:
+        raise ValueError(f"--irt-backend {irt_backend!r}: choose one of {', '.join(IRT_BACKENDS)}")
+    if irt_backend == "py-irt":
+        check = report["irt_cross_check"] = bayes_cross_check(folder)
+        section = ("<h2>Bayesian cross-check (py-irt)</h2><p class=\"note\">The same response matrix fitted by py-irt's "
+                   f"2PL ({check['priors']} priors, {check['epochs']} epochs) beside the regularized fit: rank "
+                   f"agreement of slopes {check['spearman_a']:.3f}, of abilities {check['spearman_theta']:.3f}.</p>"
+                   + _table("cross-check", ["model", "ability (regularized 2PL)", "ability (py-irt)"],
+                            [(m, t[0], t[1]) for m, t in check["theta"].items()], "no model"))
+        page = page.replace("</body></html>", section + "</body></html>")
     return page, report

@@ -293,3 +293,17 @@ def test_inspect_eval_reports_what_forge_eval_reports(package: Path, tmp_path: P
     assert 0.5 < forge_report["accuracy"] < 0.8
     assert inspect_accuracy == pytest.approx(forge_report["accuracy"], abs=1e-9)
     assert verify_package(pkg, None)["ok"]  # running it changed nothing the package lists
+
+
+@pytest.mark.slow
+def test_forge_report_cross_checks_with_py_irt(package: Path, tmp_path: Path) -> None:
+    pytest.importorskip("py_irt", reason="py-irt (the 'irt-bayes' extra) is not installed")
+    out = tmp_path / "page.html"
+    result = subprocess.run([sys.executable, "-m", "forge.cli", "report", str(package), "--out", str(out),
+                             "--irt-backend", "py-irt", "--json"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    check = json.loads(result.stdout)["numbers"]["irt_cross_check"]
+    assert check["backend"] == "py-irt" and check["models"] == len(DEFAULT_PANEL)
+    # The abilities agree on the panel's order; both fits come from the same response matrix.
+    assert check["spearman_theta"] > 0.8 and -1.0 <= check["spearman_a"] <= 1.0
+    assert "Bayesian cross-check (py-irt)" in out.read_text()
