@@ -72,7 +72,7 @@ def heatmap(name: str, rows: Sequence[str], cols: Sequence[str], values: Sequenc
 def curves(name: str, x: Sequence[float], series: dict[str, Sequence[float]], *, title: str, x_label: str,
            y_label: str, marks: dict[str, float] | None = None) -> str:
     """Line curves over a shared x; ``marks``: a dot on each named curve at the x given."""
-    w, h, left, bottom = 620, 260, 60, 40
+    w, h, left, bottom = 640, 260, 76, 40
     y_top = max([v for s in series.values() for v in s if v is not None] or [1.0]) or 1.0
     x_lo, x_hi = min(x), max(x)
 
@@ -86,7 +86,8 @@ def curves(name: str, x: Sequence[float], series: dict[str, Sequence[float]], *,
             f'<line x1="{left}" y1="16" x2="{left}" y2="{h - bottom}" stroke="#555"/>',
             _text((left + w - 20) / 2, h - 8, x_label, "middle"),
             _text(14, (h - bottom) / 2, y_label, "middle", f'transform="rotate(-90 14 {(h - bottom) / 2:.1f})"'),
-            _text(left - 4, 20, f"{y_top:.3g}", "end"), _text(left - 4, h - bottom, "0", "end")]
+            _text(left - 4, 20, f"{y_top:.4g}" if y_top < 1e4 else f"{y_top:.0f}", "end"),
+            _text(left - 4, h - bottom, "0", "end")]
     for t in range(int(x_lo), int(x_hi) + 1):
         body.append(_text(px(t), h - bottom + 14, str(t), "middle"))
     for k, (label, s) in enumerate(series.items()):
