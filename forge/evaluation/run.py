@@ -41,6 +41,7 @@ class EvalOptions:
     limit: int | None = None  # only the first N items (in items.jsonl order)
     batch: int | None = None  # items per batch (default: 4 x the role's concurrency)
     progress: Callable[[str, int, int], None] | None = None  # (model, done, total)
+    media: bool = True  # attach the items' images (False: the text alone, for a text-only model)
 
 
 def eval_dir(package: Path, store_dir: Path | None) -> Path:
@@ -144,7 +145,7 @@ def _run_model(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]]
     done = done_before
     for start in range(0, len(todo), size):
         batch = todo[start:start + size]
-        questions = [Question(messages(it), it["id"], pkg.media(it)) for it in batch]
+        questions = [Question(messages(it), it["id"], pkg.media(it) if options.media else []) for it in batch]
         try:
             answers = client.ask_many(ROLE, role, questions, None, stage=STAGE)
         except ModelError as exc:

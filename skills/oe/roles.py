@@ -236,9 +236,11 @@ def judge(models: RoleContext, store: Any, accepted: dict[str, OEItem], blueprin
             except ModelOutputError as exc:
                 invalid[f"template:{template}"] = str(exc).split("\n")[0]
                 continue
-            for row in out.items:
-                if row.id in ids:
-                    items[row.id] = row.model_dump(exclude={"id"})
+            scored = [row for row in out.items if row.id in ids]
+            if not scored:  # a well-formed reply about none of the items asked is no judgment either
+                invalid[f"template:{template}"] = f"the reply scored none of the {len(ids)} items asked"
+            for row in scored:
+                items[row.id] = row.model_dump(exclude={"id"})
         overview = _benchmark_overview(blueprint, accepted, samples)
         try:
             bench = models.client.ask(name, role, [{"role": "system", "content": _rubric_instructions()},

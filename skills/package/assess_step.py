@@ -55,7 +55,9 @@ def model_panel(runner: Any, package_id: str, roles: dict[str, Any]) -> tuple[li
         pkg = load_package(folder)
         for name, role in roles.items():
             spec = ModelSpec(f"{role.base_url}@{role.model}", role=role)
-            evaluate(pkg, spec, EvalOptions(store_dir=Path(tmp) / "records"), store=runner.store)
+            # A member that does not read images (vision: false) is asked the text alone.
+            evaluate(pkg, spec, EvalOptions(store_dir=Path(tmp) / "records", media=bool(role.vision)),
+                     store=runner.store)
             stored = eval_records.stored(runner.store, pkg.digest, spec.key)
             mine = [stored[it["id"]] for it in pkg.items]
             members.append({"model": spec.spec, "label": f"model ({name})"})
