@@ -38,12 +38,12 @@ def prompt_module() -> bytes:
     return Path(prompt.__file__).read_bytes()
 
 
-def parquet(items: list[dict[str, Any]], keys: dict[str, dict[str, Any]]) -> bytes:
-    """One row per item: what a model sees, the answer, and the media paths in the package."""
+def parquet_columns(items: list[dict[str, Any]], keys: dict[str, dict[str, Any]]) -> dict[str, list[Any]]:
+    """The split's columns: what a model sees, the answer, and the media paths in the package."""
     def key(i: str) -> dict[str, Any]:
         return keys[i]
 
-    columns = {
+    return {
         "id": [it["id"] for it in items],
         "capability": [it.get("capability") for it in items],
         "question_type": [it.get("question_type") for it in items],
@@ -59,6 +59,11 @@ def parquet(items: list[dict[str, Any]], keys: dict[str, dict[str, Any]]) -> byt
         "answer_value": [key(it["id"]).get("answer_value") for it in items],
         "scoring": [json.dumps(key(it["id"]).get("scoring"), sort_keys=True) for it in items],
     }
+
+
+def parquet(items: list[dict[str, Any]], keys: dict[str, dict[str, Any]]) -> bytes:
+    """One row per item (``parquet_columns``) as a Parquet file."""
+    columns = parquet_columns(items, keys)
     schema = pa.schema([("id", pa.string()), ("capability", pa.string()), ("question_type", pa.string()),
                         ("question", pa.string()), ("options", pa.list_(pa.string())),
                         ("targets", pa.list_(pa.string())), ("response_format", pa.string()),
