@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from forge.errors import CompositionError, DefinitionError
 from forge.executor import WorkflowNode
@@ -18,6 +16,9 @@ from forge.intent import LoadedIntent
 from forge.resources import descriptor
 from forge.skills import STAGES, SkillRegistry
 from forge.tracks import track
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 
@@ -99,6 +100,8 @@ def validate(nodes: list[WorkflowNode]) -> Workflow:
 
     A node of one source takes its inputs from producers of the same source or shared ones; a
     shared node takes them from every producer of the type (one synthesis stage for all sources)."""
+    import networkx as nx  # imported when a build composes its workflow, not by every command
+
     graph = nx.DiGraph()
     produced: dict[str, list[WorkflowNode]] = {}
     chain: dict[int | None, WorkflowNode] = {}  # the last node of each source's chain (None: shared)

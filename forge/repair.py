@@ -23,8 +23,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
-
 from forge.errors import ForgeError
 from forge.executor import Executor, NodeResult, WorkflowNode
 from forge.keys import digest
@@ -304,6 +302,8 @@ class RepairLoop:
         # Walk the workflow graph in topological order: every node that consumes a fresh type runs on the
         # fresh artifacts (and the context), and what it makes is fresh for the nodes below. Nodes
         # that gather a whole type (the package) are left to the stage loop.
+        import networkx as nx
+
         by_role = {n.role: n for n in self.workflow.nodes}
         for role in nx.topological_sort(self.workflow.graph):
             node = by_role[role]

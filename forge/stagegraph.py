@@ -19,8 +19,6 @@ import time
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, TypedDict
 
-from langgraph.graph import END, START, StateGraph
-
 from forge.errors import ContractError, DefinitionError, SkillExecutionError
 from forge.executor import Executor, NodeResult, WorkflowNode
 from forge.planner import Workflow
@@ -177,6 +175,9 @@ class WorkflowRunner:
         return order
 
     def compile(self):
+        # LangGraph (with LangSmith behind it) is imported when a build runs, not by every command.
+        from langgraph.graph import END, START, StateGraph
+
         graph = StateGraph(BuildState)
         order = self.sequence()
         handlers = self.handlers()

@@ -23,7 +23,9 @@ SMALL_INTENT: dict[str, Any] = {
         "question_types": ["single_choice", "yes_no", "multi_view_choice", "marked_object_choice"],
     },
     "sources": [{"kind": "pybullet_tabletop", "views": 3}],
-    "gates": {"grey_batch": 4, "min_blind_items": 10},
+    # 200 IRT bootstrap replicates, not the default 1,000: gate F's intervals cost a second of
+    # every test build at 1,000, and 200 exercise the same code.
+    "gates": {"grey_batch": 4, "min_blind_items": 10, "irt_bootstrap": 200},
 }
 
 
@@ -46,6 +48,15 @@ def copy_templates(folder: Path) -> Path:
     dest = folder / "my_templates"
     shutil.copytree(builtin_root() / "tabletop", dest)
     return dest
+
+
+def copy_build(built: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A private copy of the shared small build (store and intent; the package goes to ``out``),
+    for a test that changes or damages it instead of building the same intent again."""
+    shutil.copytree(built["store"], folder / "store")
+    intent = folder / "intent.yaml"
+    shutil.copy(built["intent"], intent)
+    return {"store": folder / "store", "out": folder / "out", "intent": intent, "reference": built["package"]}
 
 
 def run_build(intent: Path, store: Path, out: Path, **kw: Any) -> dict[str, Any]:

@@ -23,13 +23,14 @@ from tests.conftest import run_build
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 DOTA, TARTANAIR, IMAGES = DATA / "aerial_dota", DATA / "tartanair", DATA / "images"
 
-pytestmark = pytest.mark.skipif(not DOTA.is_dir(), reason="../shared/data is not beside the project")
+pytestmark = [pytest.mark.skipif(not DOTA.is_dir(), reason="../shared/data is not beside the project"),
+              pytest.mark.xdist_group("image_folder")]  # one worker builds the module's build once
 
 
 def _intent(folder: Path, name: str, source: dict[str, Any], oe: dict[str, Any]) -> Path:
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump({"name": name, "seed": 3, "oe": oe, "sources": [source],
-                                    "gates": {"grey_batch": 4}}, sort_keys=False))
+                                    "gates": {"grey_batch": 4, "irt_bootstrap": 200}}, sort_keys=False))
     return path
 
 

@@ -16,16 +16,7 @@ from forge.integrity import fsck, summarize
 from forge.keys import file_digest
 from forge.store import BlobError, Store
 
-from conftest import run_build
-
-
-def _copy_build(built, tmp_path: Path) -> dict:
-    """A private copy of the shared small build (store, intent), so it can be damaged."""
-    shutil.copytree(built["store"], tmp_path / "store")
-    intent = tmp_path / "intent.yaml"
-    shutil.copy(built["intent"], intent)
-    return {"store": tmp_path / "store", "out": tmp_path / "out", "intent": intent,
-            "reference": built["package"]}
+from conftest import copy_build, run_build
 
 
 def _forge(*args: str) -> subprocess.CompletedProcess:
@@ -45,7 +36,7 @@ def _blob(store: Path, digest: str) -> Path:
 
 @pytest.mark.parametrize("damage", ["truncate", "delete", "flip"])
 def test_damaged_media_blob_is_made_again_from_its_run_and_the_package_is_identical(built, tmp_path, damage):
-    b = _copy_build(built, tmp_path)
+    b = copy_build(built, tmp_path)
     rel, digest = _package_blob(b["store"], b["reference"], ".png")
     path = _blob(b["store"], digest)
     data = path.read_bytes()
@@ -67,7 +58,7 @@ def test_damaged_media_blob_is_made_again_from_its_run_and_the_package_is_identi
 
 
 def test_a_changed_package_file_is_replaced_on_the_next_build(built, tmp_path):
-    b = _copy_build(built, tmp_path)
+    b = copy_build(built, tmp_path)
     run_build(b["intent"], b["store"], b["out"])
     pkg = b["out"] / b["reference"].name
     media = next(p for p in sorted((pkg / "media").iterdir()))
@@ -117,7 +108,7 @@ def test_verify_reports_every_kind_of_package_damage_without_a_traceback(built, 
 
 
 def test_fsck_finds_and_repairs_what_provenance_allows(built, tmp_path):
-    b = _copy_build(built, tmp_path)
+    b = copy_build(built, tmp_path)
     _, media_digest = _package_blob(b["store"], b["reference"], ".png")
     _blob(b["store"], media_digest).write_bytes(b"not a png")
     with Store(b["store"]) as s:
@@ -144,7 +135,7 @@ def test_fsck_finds_and_repairs_what_provenance_allows(built, tmp_path):
 
 
 def test_store_faults_are_named_without_a_traceback(built, tmp_path):
-    b = _copy_build(built, tmp_path)
+    b = copy_build(built, tmp_path)
     db = b["store"] / "forge.duckdb"
     data = db.read_bytes()
     db.write_bytes(data[: len(data) // 2])
@@ -157,7 +148,7 @@ def test_store_faults_are_named_without_a_traceback(built, tmp_path):
 
 
 def test_a_held_store_is_named_as_busy_and_blobs_are_readable_by_others(built, tmp_path):
-    b = _copy_build(built, tmp_path)
+    b = copy_build(built, tmp_path)
     holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
                                "print('held', flush=True); time.sleep(60)", str(b["store"] / "forge.duckdb")],
                               stdout=subprocess.PIPE, text=True)
@@ -173,7 +164,7 @@ def test_a_held_store_is_named_as_busy_and_blobs_are_readable_by_others(built, t
 
 
 def test_an_unwritable_output_folder_fails_the_build_cleanly(built, tmp_path):
-    b = _copy_build(built, tmp_path)
+    b = copy_build(built, tmp_path)
     blocker = tmp_path / "out-is-a-file"
     blocker.write_text("")
     done = _forge("build", str(b["intent"]), "--store", str(b["store"]), "--out", str(blocker / "sub"), "--quiet")
@@ -214,11 +205,12 @@ def test_two_exports_into_one_folder_do_not_break_each_other(built, tmp_path):
     assert not list((tmp_path / "out").glob(".tmp-*")) and not list((tmp_path / "out").glob(".old-*"))
 
 
+@pytest.mark.slow
 def test_readers_during_a_build_never_break_it(built, tmp_path):
     """`forge verify` and `forge audit` against a store while a build writes to it: the readers
     are told the store is busy (or read a snapshot before the build opens it); the build ends
     well either way."""
-    b = _copy_build(built, tmp_path)
+    b = copy_build(built, tmp_path)
     (b["store"] / "forge.duckdb").unlink()  # a fresh database: the build has real work to do
     shutil.rmtree(b["store"] / "blobs")
     build = subprocess.Popen([sys.executable, "-m", "forge.cli", "build", str(b["intent"]), "--store",
@@ -260,6 +252,6 @@ def test_a_read_only_store_is_read_but_never_written(built, tmp_path, read_only_
     assert "read-only" in done.stderr and "another forge" not in done.stderr
     ok = _forge("verify", str(ro / "package"), "--store", str(ro / "store"))
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    b = _copy_build(built, tmp_path)
+    b = copy_build(built, tmp_path)
     out = _forge("build", str(b["intent"]), "--store", str(b["store"]), "--out", str(ro / "out"), "--quiet")
     assert out.returncode == 1 and "Traceback" not in out.stderr and "--out DIR on a writable disk" in out.stderr

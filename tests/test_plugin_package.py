@@ -39,6 +39,10 @@ def _intent(folder: Path, **source) -> Path:
     return path
 
 
+# The module's tests read one module build: they run in one worker, which builds it once.
+pytestmark = pytest.mark.xdist_group("plugin_package")
+
+
 @pytest.fixture(scope="module")
 def shapes_build(tmp_path_factory):
     _plugin_installed()

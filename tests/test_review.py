@@ -5,7 +5,6 @@ rejected and reports the accuracy they found."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,25 +16,10 @@ from forge.review import import_verdicts, read_verdicts, wilson, write_page
 from forge.store import Store
 
 from conftest import run_build, write_intent
+from tests.browser import headless_chromium
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-
-
-def _browser(downloads: Path):
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    if not (CHROMIUM and CHROMEDRIVER):
-        pytest.skip("Chromium and chromedriver are not installed (Debian packages chromium, chromium-driver)")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"):
-        opts.add_argument(flag)
-    opts.add_experimental_option("prefs", {"download.default_directory": str(downloads),
-                                           "download.prompt_for_download": False})
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+# The module's tests read one module build: they run in one worker, which builds it once.
+pytestmark = pytest.mark.xdist_group("review")
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +36,7 @@ def test_review_page_in_a_real_browser(reviewed, tmp_path):
     page = write_page(reviewed["package"], tmp_path / "review.html", 8, seed=3, store_dir=None)
     downloads = tmp_path / "downloads"
     downloads.mkdir()
-    driver = _browser(downloads)
+    driver = headless_chromium(downloads=downloads)
     try:
         driver.get(page.as_uri())
         cards = driver.find_elements(By.CSS_SELECTOR, "section.item")

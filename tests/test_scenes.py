@@ -35,9 +35,14 @@ GROUND_OE = {
 def _build(root: Path, name: str, oe: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
     intent = root / f"{name}.yaml"
     intent.write_text(yaml.safe_dump({"name": name, "seed": 5, "oe": oe, "sources": [source],
-                                      "gates": {"grey_batch": 4, "min_blind_items": 10}}, sort_keys=False))
+                                      "gates": {"grey_batch": 4, "min_blind_items": 10, "irt_bootstrap": 200}},
+                                     sort_keys=False))
     summary = run_build(intent, root / "store", root / "out")
     return {"store": root / "store", "summary": summary, "package": Path(summary["package_path"])}
+
+
+# The module's tests read one module build: they run in one worker, which builds it once.
+pytestmark = pytest.mark.xdist_group("scenes")
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ def _intent(folder: Path, ground: dict, dota: dict | None = None, items: int = 6
         "name": "mixed", "seed": 5,
         "oe": {"items": items, "capabilities": ["visibility", "image_plane_relation", "size_scale", "metric_distance"],
                "question_types": ["numeric", "grounding_choice", "marked_object_choice", "single_choice", "yes_no"]},
-        "sources": sources, "gates": {"grey_batch": 4}}, sort_keys=False))
+        "sources": sources, "gates": {"grey_batch": 4, "irt_bootstrap": 200}}, sort_keys=False))
     return path
 
 

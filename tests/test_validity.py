@@ -25,6 +25,9 @@ from forge_skills.synthesize.wording import agreement_problems
 
 from conftest import run_build, write_intent
 
+# The module's tests read one module build: they run in one worker, which builds it once.
+pytestmark = pytest.mark.xdist_group("validity")
+
 ROOM_OE = {"items": 160, "capabilities": ["temporal", "camera_motion", "object_state", "depth_order"],
            "question_types": ["single_choice", "yes_no", "ordered_list", "temporal_choice", "matching"]}
 
@@ -58,6 +61,7 @@ def _items(store_dir: Path, template: str) -> list[tuple[str, OEItem]]:
 # -- 1. names the image contradicts ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_tint_names_on_textured_objects_fail_their_contract(tmp_path):
     """Old rendering (textures under the tint) and old naming (the tint asked for): the items
     that name an object whose pixels read another colour fail OE-10 and are not released."""

@@ -16,7 +16,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import spearmanr
 
 from forge.errors import PrerequisiteError
 from forge_skills.evaluate.irt import IrtFit, as_response_matrix
@@ -100,6 +99,8 @@ def cross_check(fit: IrtFit, bayes: BayesFit) -> CrossCheck:
     """Spearman rho between the backends' slopes (over items) and abilities (over models)."""
     if fit.a.shape != bayes.a.shape or fit.theta.shape != bayes.theta.shape:
         raise ValueError("the two fits are of different response matrices")
+    from scipy.stats import spearmanr  # imported on use: scipy.stats is slow to import
+
     return CrossCheck(
         spearman_a=float(spearmanr(fit.a, bayes.a).statistic),
         spearman_theta=float(spearmanr(fit.theta, bayes.theta).statistic),

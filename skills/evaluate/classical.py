@@ -9,7 +9,6 @@ import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import spearmanr
 
 from forge_skills.evaluate.irt import as_response_matrix
 
@@ -66,4 +65,6 @@ def rank_agreement(a: ArrayLike, gap: ArrayLike) -> float:
     keep = ~(np.isnan(a) | np.isnan(d))
     if keep.sum() < 3 or np.ptp(a[keep]) == 0 or np.ptp(d[keep]) == 0:
         return float("nan")
+    from scipy.stats import spearmanr  # scipy.stats takes most of a second to import
+
     return float(spearmanr(a[keep], d[keep]).statistic)

@@ -24,7 +24,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import minimize
 
 from forge_skills.evaluate.solvers import bounded_brent, newton_2d, sigmoid, softplus
 
@@ -234,6 +233,8 @@ def item_step(panel: Panel, theta: np.ndarray, a: np.ndarray, beta: np.ndarray,
         f = _item_objective(panel, theta, s, u, v).sum()
         g_a, g_b = _item_grad_hess(panel, theta, s, u, v, hessian=False)
         return float(f), np.concatenate([g_a.ravel(), g_b.ravel()])
+
+    from scipy.optimize import minimize  # imported on use: the default fit never needs it
 
     out = minimize(joint, np.concatenate([a.ravel(), beta.ravel()]), jac=True, method="L-BFGS-B",
                    tol=s.item_tol, options={"maxiter": s.item_maxiter})

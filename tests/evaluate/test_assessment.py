@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from forge.evaluation.solvers import DEFAULT_PANEL
+from tests.browser import headless_chromium
+from tests.conftest import SMALL_INTENT
 from forge.verify import verify_package
 from forge_skills.package.panel import matrix_problems
 
@@ -24,6 +26,10 @@ RECORDS = ("evaluation/panel.json", "evaluation/responses.jsonl", "evaluation/bu
 
 def _rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# The module's tests read one module build: they run in one worker, which builds it once.
+pytestmark = pytest.mark.xdist_group("assessment")
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +126,8 @@ def test_irt_flags_items_and_never_removes_them(built, package: Path) -> None:
         i = diagnosis["item_ids"].index(f["item"])
         assert abs(diagnosis["a"][i]) < 0.05 or diagnosis["band"][i] == "reversed" or diagnosis["reverse_risk"][i]
     boot = irt["bootstrap"]
-    assert boot["replicates"] == 1000 and boot["seed"] == 20260731 and len(boot["intervals"]) == len(items)
+    assert boot["replicates"] == SMALL_INTENT["gates"]["irt_bootstrap"] and boot["seed"] == 20260731
+    assert len(boot["intervals"]) == len(items)
     assert len(irt["information"]["grid"]) == 161 and max(irt["information"]["normalized"]) == 1.0
 
 
@@ -223,21 +230,9 @@ def test_datasets_loads_the_parquet_split(package: Path, tmp_path: Path, monkeyp
 
 
 def test_the_report_page_in_a_real_browser(package: Path) -> None:
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
+    driver = headless_chromium(console_log=True)
     from selenium.webdriver.common.by import By
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    chromedriver = shutil.which("chromedriver")
-    if not (chromium and chromedriver):
-        pytest.skip("Chromium and chromedriver are not installed (Debian packages chromium, chromium-driver)")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(chromedriver), options=opts)
     try:
         driver.get((package / "report.html").as_uri())
         errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]

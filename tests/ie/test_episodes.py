@@ -41,6 +41,10 @@ def run_with(spec_text, task, state, **kw):
                                    episode.invalid, correct, episode.ended, episode.progress)
 
 
+# The module's tests read one module build: they run in one worker, which builds it once.
+pytestmark = pytest.mark.xdist_group("ie_episodes")
+
+
 @pytest.fixture(scope="module")
 def random_runs(tasks):
     return [run_with("random", t, s) for t, s in tasks]

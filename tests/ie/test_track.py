@@ -23,7 +23,7 @@ from forge_resources.household.protocol import Action
 from .conftest import DATA, needs_data
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = needs_data
+pytestmark = [needs_data, pytest.mark.xdist_group("ie_track")]  # one worker builds ie_built once
 
 
 KINDS = yaml.safe_load((ROOT / "examples" / "household_interactive.yaml").read_text())["ie"]["task_kinds"]

@@ -17,7 +17,7 @@ from forge_skills.package.scorer import parse, score_item
 
 from .conftest import needs_data
 
-pytestmark = needs_data
+pytestmark = [needs_data, pytest.mark.xdist_group("ie_trajectory")]  # one worker builds the module build once
 
 
 @pytest.fixture(scope="module")

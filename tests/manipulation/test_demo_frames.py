@@ -101,6 +101,7 @@ def test_the_stacked_cube_rests_on_the_other_and_the_door_ends_open():
     assert world.hinge_deg(door) < 1.0
 
 
+@pytest.mark.slow
 def test_the_example_builds_from_scenes_and_demonstrations_and_reverifies(tmp_path):
     data = yaml.safe_load(EXAMPLE.read_text())
     data["oe"]["items"] = 120

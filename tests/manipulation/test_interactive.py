@@ -27,7 +27,8 @@ from forge_skills.ie.types import IETask  # noqa: E402
 from tests.conftest import run_build  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tabletop_interactive.yaml"
-pytestmark = pytest.mark.xdist_group("robosuite")
+# One build of robosuite tasks takes minutes on two cores: slow (CI runs it).
+pytestmark = [pytest.mark.xdist_group("robosuite"), pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -59,13 +59,26 @@ class FaultedBuild:
         return json.loads(self.store.one("SELECT metadata FROM artifacts WHERE id = ?", [aid])[0] or "{}")
 
 
+def faulted_build(root: Path, *faults: Fault, **intent_changes: Any) -> FaultedBuild:
+    """The small test intent built in ``root`` with ``faults`` planted."""
+    plan = FaultPlan(list(faults))
+    summary = run_build(write_intent(root, **intent_changes), root / "store", root / "out", faults=plan)
+    return FaultedBuild(root, plan, summary)
+
+
 @pytest.fixture
 def faulted(tmp_path):
     def build(*faults: Fault, **intent_changes: Any) -> FaultedBuild:
-        plan = FaultPlan(list(faults))
-        summary = run_build(write_intent(tmp_path, **intent_changes), tmp_path / "store", tmp_path / "out", faults=plan)
-        return FaultedBuild(tmp_path, plan, summary)
+        return faulted_build(tmp_path, *faults, **intent_changes)
     return build
+
+
+@pytest.fixture(scope="session")
+def frame_join(tmp_path_factory) -> FaultedBuild:
+    """One build with a wrong frame join planted in an evidence record; tests of two files read it
+    (each marked with the xdist group "frame_join", so one worker builds it)."""
+    return faulted_build(tmp_path_factory.mktemp("frame_join"), Fault("wrong_frame_join", "structure.rendered_evidence",
+                                                                      limit=1))
 
 
 def kept_check(built: dict[str, Any], fb: FaultedBuild, affected_clean: set[str]) -> int:

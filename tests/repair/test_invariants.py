@@ -40,8 +40,9 @@ def test_repaired_versions_pass_the_same_contracts(faulted):
         assert reverify_package(s, Path(fb.summary["package_path"]))["invalid"] == 0
 
 
-def test_evidence_is_never_edited_in_place(faulted):
-    fb = faulted(Fault("wrong_frame_join", "structure.rendered_evidence", limit=1))
+@pytest.mark.xdist_group("frame_join")
+def test_evidence_is_never_edited_in_place(frame_join, tmp_path):
+    fb = frame_join
     [bad] = fb.injected
     from forge.repair import RepairLoop, RepairSettings
     from forge.contracts import ContractBook
@@ -51,7 +52,7 @@ def test_evidence_is_never_edited_in_place(faulted):
     from forge.skills import discover
 
     workflow = compose(load_intent(fb.root / "intent.yaml"), discover())
-    with Store(fb.root / "store2") as store:
+    with Store(tmp_path / "store2") as store:
         loop = RepairLoop(store, Executor(store, ContractBook.load(), "x"), workflow, RepairSettings(), "x", "g")
         d = Diagnosis(bad, "EvidenceRecord", "EV-3", "invalid_evidence", bad, "structure.rendered_evidence", "",
                       "local_field_repair", 1, bad)

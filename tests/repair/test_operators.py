@@ -3,9 +3,14 @@ and whether the lineage was released or rejected."""
 
 from __future__ import annotations
 
-from forge.faults import Fault
+import pytest
 
-from .conftest import kept_check
+from forge.faults import Fault, FaultPlan
+
+from .conftest import FaultedBuild, kept_check, run_build, write_intent
+
+# Each operator is exercised in the default run at least once; the other defects it repairs are
+# behind the slow marker (a faulted build each, about 15 s; CI runs them).
 
 
 def _accepted_binding(built, template: str) -> str:
@@ -27,10 +32,20 @@ def _accepted_binding(built, template: str) -> str:
     return next(json.loads(c)["binding"] for aid, c in rows if aid not in details)
 
 
-def test_wrong_answer_key_gets_local_field_repair(faulted, built):
-    fb = faulted(Fault("wrong_answer_key", "synthesize.realize_item",
-                       where={"template": "closest_choice", "binding": _accepted_binding(built, "closest_choice")},
-                       limit=1))
+@pytest.fixture(scope="module")
+def wrong_key(built, tmp_path_factory) -> FaultedBuild:
+    """One build with a wrong answer key planted in an accepted item (two tests read it)."""
+    root = tmp_path_factory.mktemp("wrong_key")
+    plan = FaultPlan([Fault("wrong_answer_key", "synthesize.realize_item",
+                            where={"template": "closest_choice", "binding": _accepted_binding(built, "closest_choice")},
+                            limit=1)])
+    summary = run_build(write_intent(root), root / "store", root / "out", faults=plan)
+    return FaultedBuild(root, plan, summary)
+
+
+@pytest.mark.xdist_group("wrong_key")  # one worker builds `wrong_key` for both
+def test_wrong_answer_key_gets_local_field_repair(wrong_key, built):
+    fb = wrong_key
     [bad] = fb.injected
     [d] = fb.diagnoses()
     assert (d["artifact"], d["requirement"], d["category"], d["operator"]) == (bad, "OE-3", "answer_mismatch",
@@ -74,6 +89,7 @@ def test_position_shortcut_is_flagged_by_blind_eval_and_resynthesized(faulted, b
     assert kept_check(built, fb, {fb.clean_counterpart(i) for i in injected}) > 400
 
 
+@pytest.mark.slow
 def test_shortcut_phrase_on_an_option_fails_its_contract(faulted, built):
     fb = faulted(Fault("shortcut_phrase", "synthesize.realize_item", where={"template": "closest_choice"}, limit=1))
     [bad] = fb.injected
@@ -84,6 +100,7 @@ def test_shortcut_phrase_on_an_option_fails_its_contract(faulted, built):
     assert not [a for a in answers if any("correct one" in o for o in a["options"])]
 
 
+@pytest.mark.slow
 def test_answer_not_in_visible_media_is_resynthesized(faulted, built):
     fb = faulted(Fault("hidden_view_media", "synthesize.realize_item", where={"template": "best_view_choice"}, limit=1))
     [bad] = fb.injected
@@ -102,6 +119,7 @@ def test_answer_not_in_visible_media_is_resynthesized(faulted, built):
     kept_check(built, fb, {fb.clean_counterpart(bad)})
 
 
+@pytest.mark.slow
 def test_raw_segmentation_media_reexecutes_the_media_skill(faulted, built):
     fb = faulted(Fault("raw_segmentation_media", "synthesize.realize_item", where={"template": "leftmost_choice"},
                        limit=1))
@@ -117,8 +135,9 @@ def test_raw_segmentation_media_reexecutes_the_media_skill(faulted, built):
     kept_check(built, fb, {fb.clean_counterpart(bad)})
 
 
-def test_wrong_frame_join_rolls_back_to_evidence_structuring(faulted, built):
-    fb = faulted(Fault("wrong_frame_join", "structure.rendered_evidence", limit=1))
+@pytest.mark.xdist_group("frame_join")
+def test_wrong_frame_join_rolls_back_to_evidence_structuring(frame_join, built):
+    fb = frame_join
     [bad] = fb.injected
     [d] = fb.diagnoses()
     assert (d["type"], d["requirement"], d["category"], d["operator"]) == \
@@ -182,6 +201,7 @@ def test_systematic_wrong_answers_escalate_to_one_reexecution(faulted, built):
     assert kept_check(built, fb, clean) > 400
 
 
+@pytest.mark.slow
 def test_repair_budget_rejects_a_lineage_that_keeps_failing(faulted, built, tmp_path):
     # With budget 0 even a repairable defect is rejected at once, with its records kept.
     import yaml
@@ -226,12 +246,11 @@ def test_wrong_slot_is_rebound_on_the_same_evidence(faulted, built):
     kept_check(built, fb, {fb.clean_counterpart(bad)})
 
 
-def test_audit_shows_the_repair_history(faulted, built):
+@pytest.mark.xdist_group("wrong_key")  # one worker builds `wrong_key` for both
+def test_audit_shows_the_repair_history(wrong_key):
     from forge.audit import audit
 
-    fb = faulted(Fault("wrong_answer_key", "synthesize.realize_item",
-                       where={"template": "closest_choice", "binding": _accepted_binding(built, "closest_choice")},
-                       limit=1))
+    fb = wrong_key
     [bad] = fb.injected
     [r] = fb.repairs()
     report = audit(fb.store, r["new"][0])
@@ -244,6 +263,7 @@ def test_audit_shows_the_repair_history(faulted, built):
     assert summary == {**summary, "repairs": 1, "artifacts": 1, "succeeded": 1, "rebuilt": 1}
 
 
+@pytest.mark.slow
 def test_wrong_interval_key_is_caught_and_repaired(faulted):
     from conftest import WIDE_OE
 
