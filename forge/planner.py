@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     import networkx as nx
 
 
-
 @dataclass
 class Workflow:
     nodes: list[WorkflowNode]

@@ -50,10 +50,12 @@ def copy_templates(folder: Path) -> Path:
     return dest
 
 
-def copy_build(built: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """A private copy of the shared small build (store and intent; the package goes to ``out``),
-    for a test that changes or damages it instead of building the same intent again."""
+def copy_build(built: dict[str, Any], folder: Path, with_package: bool = False) -> dict[str, Any]:
+    """A private copy of the shared small build (store and intent; its package too in ``out`` if
+    ``with_package``), for a test that changes or damages it instead of building the same intent again."""
     shutil.copytree(built["store"], folder / "store")
+    if with_package:
+        shutil.copytree(built["out"], folder / "out")
     intent = folder / "intent.yaml"
     shutil.copy(built["intent"], intent)
     return {"store": folder / "store", "out": folder / "out", "intent": intent, "reference": built["package"]}

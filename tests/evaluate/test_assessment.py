@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from forge.evaluation.solvers import DEFAULT_PANEL
-from tests.browser import headless_chromium
-from tests.conftest import SMALL_INTENT
 from forge.verify import verify_package
 from forge_skills.package.panel import matrix_problems
+from tests.browser import headless_chromium
+from tests.conftest import SMALL_INTENT
 
 RECORDS = ("evaluation/panel.json", "evaluation/responses.jsonl", "evaluation/build.json", "evaluation/irt.json",
            "report.json", "report.html", "task.py", "data/test.parquet", "openeqa.json")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from forge.faults import Fault, FaultPlan
+from forge.faults import Fault
 
-from .conftest import FaultedBuild, kept_check, run_build, write_intent
+from .conftest import FaultedBuild, faulted_build, kept_check
 
 # Each operator is exercised in the default run at least once; the other defects it repairs are
 # behind the slow marker (a faulted build each, about 15 s; CI runs them).
@@ -35,12 +35,10 @@ def _accepted_binding(built, template: str) -> str:
 @pytest.fixture(scope="module")
 def wrong_key(built, tmp_path_factory) -> FaultedBuild:
     """One build with a wrong answer key planted in an accepted item (two tests read it)."""
-    root = tmp_path_factory.mktemp("wrong_key")
-    plan = FaultPlan([Fault("wrong_answer_key", "synthesize.realize_item",
-                            where={"template": "closest_choice", "binding": _accepted_binding(built, "closest_choice")},
-                            limit=1)])
-    summary = run_build(write_intent(root), root / "store", root / "out", faults=plan)
-    return FaultedBuild(root, plan, summary)
+    return faulted_build(tmp_path_factory.mktemp("wrong_key"),
+                         Fault("wrong_answer_key", "synthesize.realize_item",
+                               where={"template": "closest_choice", "binding": _accepted_binding(built, "closest_choice")},
+                               limit=1))
 
 
 @pytest.mark.xdist_group("wrong_key")  # one worker builds `wrong_key` for both
