@@ -93,6 +93,11 @@ class Executor:
         for aid, art in self.store.artifacts(missing).items():
             self._cache[aid] = content_type(art.type).model_validate(art.content)
 
+    def forget(self) -> None:
+        """Drop the loaded artifacts (a later load reads the store again): a step over the whole
+        package needs the memory more than the cache does."""
+        self._cache.clear()
+
     def remember(self, aid: str, content: ArtifactContent) -> None:
         """An artifact just produced, as a later build would load it from the store."""
         self._cache[aid] = content

@@ -9,6 +9,7 @@ into the released folder.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -36,6 +37,9 @@ class EvalPackage:
     keys: dict[str, dict[str, Any]]  # answers.jsonl rows by item id: the hidden key
     scorer: ModuleType
     composition: dict[str, Any] = field(default_factory=dict)
+    # Scores and readings by (item id, response): a package's scorer is a function of the key and
+    # the response, and a panel gives the same response to one item many times over.
+    memo: dict[tuple[str, ...], Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -45,7 +49,7 @@ class EvalPackage:
     def version(self) -> str:
         return str(self.manifest.get("version", "?"))
 
-    @property
+    @functools.cached_property
     def label(self) -> str:
         return f"{self.name}-{self.version}"
 
@@ -81,8 +85,11 @@ class EvalPackage:
             return self.scorer.parse(self.keys[item_id], response)
 
     def score(self, item_id: str, response: str) -> float:
-        with _no_bytecode():
-            return float(self.scorer.score_item(self.keys[item_id], response))
+        key = ("score", item_id, response)
+        if key not in self.memo:
+            with _no_bytecode():
+                self.memo[key] = float(self.scorer.score_item(self.keys[item_id], response))
+        return self.memo[key]
 
     def secondary(self, item_id: str, response: str) -> dict[str, Any]:
         """Extra metrics the scorer reports beside the score (none when it has no ``secondary``)."""

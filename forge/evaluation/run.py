@@ -126,7 +126,9 @@ def solver_rows(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]
     assert solver is not None
     # A solver answers the whole package, whatever the limit, so an item's response never depends
     # on which others were asked with it (a noisy oracle's error rates hold over the package).
-    visible = [{**it, "form": _form(pkg, it)} for it in pkg.items]
+    visible = pkg.memo.get(("visible",))
+    if visible is None:  # the items with their answer form, the same for every solver
+        visible = pkg.memo[("visible",)] = [{**it, "form": _form(pkg, it)} for it in pkg.items]
     context = SolverContext(seed=0, composition=pkg.composition,
                             keys=pkg.keys if solver.reads_key else None,
                             score=pkg.score if solver.reads_key else None)
@@ -134,7 +136,9 @@ def solver_rows(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]
     responses = solver.answer(visible, context)
     each = (time.perf_counter() - start) / max(1, len(visible))
     reported = f"builtin:{solver.name}"
-    return [_row(pkg, spec, it, responses.get(it["id"], ""), reported, "builtin", each, 0, 0, run_id) for it in todo]
+    model_key, at = spec.key, now()  # one solver's answers arrive together
+    return [_row(pkg, spec, it, responses.get(it["id"], ""), reported, "builtin", each, 0, 0, run_id,
+                 model_key=model_key, at=at) for it in todo]
 
 
 def _run_model(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]], store: Store, client: ModelClient,
@@ -182,9 +186,11 @@ def _salvage(pkg: EvalPackage, spec: ModelSpec, batch: Sequence[dict[str, Any]],
     return len(rows)
 
 
-def _row(pkg: EvalPackage, spec: ModelSpec, item: dict[str, Any], reply: str, reported: str, source: str,
-         seconds: float, tokens_in: int, tokens_out: int, run_id: str) -> EvalRow:
-    iid = item["id"]
+def _scored(pkg: EvalPackage, iid: str, reply: str) -> tuple[str | None, str | None, bool, float, str]:
+    """(reading, parsed as JSON, valid, score, metrics as JSON) of one reply, read once per package."""
+    key = ("reply", iid, reply)
+    if key in pkg.memo:
+        return pkg.memo[key]
     reading, parsed = read_reply(reply, lambda text: pkg.parse(iid, text))
     valid = reading is not None
     score = 0.0
@@ -197,10 +203,20 @@ def _row(pkg: EvalPackage, spec: ModelSpec, item: dict[str, Any], reply: str, re
         metrics = pkg.secondary(iid, reading if valid else reply)
     except Exception:
         metrics = {}
-    return EvalRow(pkg.label, pkg.digest, spec.spec, spec.key, reported, spec.simulated, iid, item.get("capability"),
-                   item.get("question_type"), reply, reading, json.dumps(parsed, default=str) if valid else None,
-                   valid, float(score), json.dumps(metrics, sort_keys=True, default=str), source, float(seconds),
-                   int(tokens_in), int(tokens_out), run_id, now())
+    out = (reading, json.dumps(parsed, default=str) if valid else None, valid, float(score),
+           json.dumps(metrics, sort_keys=True, default=str))
+    pkg.memo[key] = out
+    return out
+
+
+def _row(pkg: EvalPackage, spec: ModelSpec, item: dict[str, Any], reply: str, reported: str, source: str,
+         seconds: float, tokens_in: int, tokens_out: int, run_id: str, *, model_key: str | None = None,
+         at: Any = None) -> EvalRow:
+    iid = item["id"]
+    reading, parsed, valid, score, metrics = _scored(pkg, iid, reply)
+    return EvalRow(pkg.label, pkg.digest, spec.spec, model_key or spec.key, reported, spec.simulated, iid,
+                   item.get("capability"), item.get("question_type"), reply, reading, parsed, valid, score, metrics,
+                   source, float(seconds), int(tokens_in), int(tokens_out), run_id, at or now())
 
 
 # -- the report -------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ one; ``register`` adds another (gate E's panel uses the same registry).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
@@ -124,7 +125,17 @@ def names() -> list[str]:
 
 
 def _rng(seed: int, *parts: Any) -> random.Random:
-    return random.Random(int(digest(seed, *parts, length=16), 16))
+    return random.Random(_hashed_seed(seed, *parts))
+
+
+@functools.lru_cache(maxsize=1 << 16)  # a panel's members seed the same items alike
+def _hashed_seed(seed: int, *parts: Any) -> int:
+    return int(digest(seed, *parts, length=16), 16)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _hash_order(seed: int, kind: str, item_id: Any) -> str:
+    return digest(seed, kind, item_id)
 
 
 def _seed(arg: str | None) -> int:
@@ -422,7 +433,7 @@ class NoisyOracle:
             by_cap.setdefault(str(it.get("capability")), []).append(it)
         wrong: set[str] = set()
         for cap, group in by_cap.items():
-            order = sorted(group, key=lambda it: digest(self.seed, "oracle-noisy", it["id"]))
+            order = sorted(group, key=lambda it: _hash_order(self.seed, "oracle-noisy", it["id"]))
             wrong |= {it["id"] for it in order[:round(self.rate_for(cap) * len(group))]}
         out = {}
         for it in items:

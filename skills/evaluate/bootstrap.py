@@ -4,10 +4,10 @@ panel.
 Each replicate draws as many model rows as the panel has, with replacement, and refits the full
 2PL (same initialisation, four rounds, same penalties). A model drawn twice contributes its row
 twice to every item likelihood; both copies get the same ability, since they pose the same
-ability problem, so each distinct model is fitted once and weighted by its count. Small
-matrices are solved a stack of replicates at a time, large ones one replicate at a time (arrays
-that stay in cache beat larger batches). The draws come from one generator seeded once, so the
-grouping changes results only by rounding.
+ability problem, so each distinct model is fitted once and weighted by its count. Items are
+fitted once per distinct response column, as in the full fit (a resampled column depends only on
+the original one). Replicates are solved a stack at a time, as many as keep the arrays in cache.
+The draws come from one generator seeded once, so the grouping changes results only by rounding.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from forge_skills.evaluate.irt import (FitSettings, IrtFit, ItemSolver, Panel, alternate, as_response_matrix,
-                                       band_index, fit_2pl, with_solver)
+from forge_skills.evaluate.irt import (BANDS, FitSettings, IrtFit, ItemSolver, Panel, alternate, as_response_matrix,
+                                       band_index, distinct_columns, fit_2pl, with_solver)
 
 BOOTSTRAP_SEED = 20260731
 
@@ -53,14 +53,15 @@ def resample_counts(n_models: int, replicates: int, seed: int) -> np.ndarray:
     return counts
 
 
-def _chunk_panel(y: np.ndarray, seen: np.ndarray | None, raw: np.ndarray, counts: np.ndarray) -> Panel:
+def _chunk_panel(y: np.ndarray, seen: np.ndarray | None, raw: np.ndarray, counts: np.ndarray,
+                 items: np.ndarray) -> Panel:
     """Stack the distinct models of each replicate, padded to the widest with zero-count rows."""
     width = int((counts > 0).sum(1).max())
     # Drawn models first (stable, in model order), then padding from the undrawn ones.
     idx = np.argsort(counts == 0, axis=1, kind="stable")[:, :width]
     c = np.take_along_axis(counts, idx, axis=1).astype(float)
     observed = None if seen is None else seen[idx].astype(float)
-    return Panel(y=y[idx], observed=observed, counts=c, raw=raw[idx])
+    return Panel(y=y[idx], observed=observed, counts=c, raw=raw[idx], items=items)
 
 
 def model_bootstrap(responses: ArrayLike, *, replicates: int = 1000, seed: int = BOOTSTRAP_SEED,
@@ -78,29 +79,31 @@ def model_bootstrap(responses: ArrayLike, *, replicates: int = 1000, seed: int =
     y = as_response_matrix(responses)
     n_models, n_items = y.shape
     reference = reference or fit_2pl(y, settings)
-    seen = ~np.isnan(y)
     raw = np.nanmean(y, axis=1)
-    filled = np.nan_to_num(y, nan=0.0)
+    cols = distinct_columns(y)
+    seen = ~np.isnan(cols.y)
+    filled = np.nan_to_num(cols.y, nan=0.0)
     observed = None if seen.all() else seen
 
     counts = resample_counts(n_models, replicates, seed)
     # Group replicates of equal width so that little padding is solved.
     order = np.argsort((counts > 0).sum(1), kind="stable")
-    per_chunk = max(1, max_chunk_cells // (n_models * n_items))
-    samples = np.empty((replicates, n_items))
+    per_chunk = max(1, max_chunk_cells // (n_models * cols.items.size))
+    samples = np.empty((replicates, cols.items.size))  # per distinct column
     for start in range(0, replicates, per_chunk):
         rows = order[start:start + per_chunk]
-        panel = _chunk_panel(filled, observed, raw, counts[rows])
+        panel = _chunk_panel(filled, observed, raw, counts[rows], cols.items)
         _, a, _, _ = alternate(panel, s)
         samples[rows] = a
 
     tail = 50.0 * (1.0 - level)
     a_low, a_high = np.percentile(samples, [tail, 100.0 - tail], axis=0)
-    same_band = band_index(samples) == band_index(reference.a)[None, :]
+    # Share of replicates in each band, per column; an item reads the share of its own band.
+    in_band = np.stack([(band_index(samples) == k).mean(0) for k in range(len(BANDS))], axis=1)
     return BootstrapResult(
         replicates=replicates, seed=seed, level=level,
-        a_low=a_low, a_high=a_high,
-        band_stability=same_band.mean(0),
-        high_disc_shares=(samples >= 0.7).mean(1),
-        a_samples=samples if keep_samples else None,
+        a_low=cols.expand(a_low), a_high=cols.expand(a_high),
+        band_stability=in_band[cols.inverse, band_index(reference.a)],
+        high_disc_shares=((samples >= 0.7) @ cols.items) / n_items,
+        a_samples=cols.expand(samples) if keep_samples else None,
     )

@@ -15,6 +15,14 @@ as plain ridge weights on the squared values, each shrinking toward 0: a slope p
 leaves an item that carries no ranking signal (answered alike by every model) nearly flat,
 which is the case the |a_i| < 0.05 rule for omitting b_i is written for; a pull toward 1 would
 instead report such items as highly discriminating.
+
+Items are independent given the abilities, and an item enters the ability step only through its
+column of responses, so two items with the same column (the same models right, wrong and
+missing) get the same (a, beta) at every step. The fit therefore solves each distinct column
+once and weights it by how many items share it: a panel of K models has at most 3^K distinct
+columns (2^K with none missing), so a package of ten thousand items answered by a handful of
+models is a problem of a few dozen columns. The result is the same fit, up to the order in
+which sums are added.
 """
 
 from __future__ import annotations
@@ -96,9 +104,15 @@ def difficulty(a: np.ndarray, beta: np.ndarray, min_abs_a: float = 0.05) -> np.n
         return np.where(flat, np.nan, -np.asarray(beta, dtype=float) / np.where(flat, 1.0, a))
 
 
+# A slope this close to 0 is 0 up to rounding: an item every model answers alike has its optimum
+# at exactly a = 0, which the solvers return as +-1e-17; its sign must not make it "reversed".
+ZERO_SLOPE = 1e-9
+
+
 def band_index(a: ArrayLike) -> np.ndarray:
     """Position in BANDS: reversed (a < 0), low [0, 0.3), moderate [0.3, 0.7), high (>= 0.7)."""
-    return np.digitize(np.asarray(a, dtype=float), [0.0, 0.3, 0.7])
+    a = np.asarray(a, dtype=float)
+    return np.digitize(np.where(np.abs(a) < ZERO_SLOPE, 0.0, a), [0.0, 0.3, 0.7])
 
 
 def discrimination_bands(a: ArrayLike) -> np.ndarray:
@@ -123,24 +137,52 @@ def as_response_matrix(responses: ArrayLike) -> np.ndarray:
     return y
 
 
+@dataclass(frozen=True)
+class DistinctColumns:
+    """The distinct response columns of a models x items matrix: ``y`` (models x columns, NaN
+    kept), ``items`` (how many items share each column) and ``inverse`` (each item's column)."""
+
+    y: np.ndarray
+    items: np.ndarray
+    inverse: np.ndarray
+
+    def expand(self, per_column: np.ndarray) -> np.ndarray:
+        """Per-column values (columns on the last axis) as per-item values."""
+        return per_column[..., self.inverse]
+
+
+def distinct_columns(y: np.ndarray) -> DistinctColumns:
+    codes = np.where(np.isnan(y), 2, y).astype(np.int8)  # 0, 1, or 2 for missing
+    _, first, inverse, items = np.unique(codes, axis=1, return_index=True, return_inverse=True, return_counts=True)
+    return DistinctColumns(y=y[:, first], items=items.astype(float), inverse=inverse.reshape(-1))
+
+
 @dataclass
 class Panel:
-    """A stack of R panels of K model rows over the same N items, the form every step works
+    """A stack of R panels of K model rows over the same N columns, the form every step works
     on. ``counts`` is how often each row stands in the panel (a bootstrap draws a model more
     than once; a duplicated row has the same ability, so it is fitted once and weighted);
-    0 marks padding. ``observed`` is None when no pair is missing."""
+    0 marks padding. ``observed`` is None when no pair is missing. ``items`` is how many items
+    each column stands for (see the module's note on distinct columns); None means one each."""
 
     y: np.ndarray  # (R, K, N), missing entries set to 0
     observed: np.ndarray | None  # (R, K, N) 1.0 where observed
     counts: np.ndarray  # (R, K)
     raw: np.ndarray  # (R, K) raw mean score over observed items
+    items: np.ndarray | None = None  # (N,)
 
     @classmethod
-    def single(cls, y: np.ndarray) -> Panel:
+    def single(cls, y: np.ndarray, items: np.ndarray | None = None, raw: np.ndarray | None = None) -> Panel:
+        """One panel over the columns of ``y``; ``raw`` (per model) defaults to the row means,
+        which a caller passing distinct columns gives from the full matrix."""
         seen = ~np.isnan(y)
         observed = None if seen.all() else seen.astype(float)[None]
-        raw = np.nanmean(y, axis=1)[None]
-        return cls(np.nan_to_num(y, nan=0.0)[None], observed, np.ones((1, y.shape[0])), raw)
+        raw = np.nanmean(y, axis=1) if raw is None else raw
+        return cls(np.nan_to_num(y, nan=0.0)[None], observed, np.ones((1, y.shape[0])), raw[None], items)
+
+    def item_sum(self, x: np.ndarray) -> np.ndarray:
+        """Sum over the last (column) axis, each column counted once per item it stands for."""
+        return x.sum(-1) if self.items is None else x @ self.items
 
     @property
     def item_weight(self) -> np.ndarray:
@@ -161,7 +203,7 @@ def initial_values(panel: Panel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Abilities from the standardized logits of the models' mean responses, beta from each
     item's mean-response logit, a from the item-ability correlation (0 for a constant item)."""
     wt = panel.theta_weight
-    theta = _logit_rate((panel.y * wt).sum(-1), np.broadcast_to(wt, panel.y.shape).sum(-1))
+    theta = _logit_rate(panel.item_sum(panel.y * wt), panel.item_sum(np.broadcast_to(wt, panel.y.shape)))
     theta, _, _ = standardize(theta, np.zeros((theta.shape[0], 1)), np.zeros((theta.shape[0], 1)), panel)
     iw = np.broadcast_to(panel.item_weight, panel.y.shape)
     n = iw.sum(1)
@@ -228,6 +270,8 @@ def item_step(panel: Panel, theta: np.ndarray, a: np.ndarray, beta: np.ndarray,
         return a, beta, iters, iters < s.item_maxiter
     shape = a.shape
 
+    # Each distinct column counts once: the columns' problems are independent, so the sum has the
+    # same minimizer as the sum over items, and equal weights keep the joint problem well scaled.
     def joint(x: np.ndarray) -> tuple[float, np.ndarray]:
         u, v = x[: a.size].reshape(shape), x[a.size:].reshape(shape)
         f = _item_objective(panel, theta, s, u, v).sum()
@@ -245,7 +289,8 @@ def theta_step(panel: Panel, a: np.ndarray, beta: np.ndarray, s: FitSettings) ->
     """Best ability of every model row given the items: bounded Brent per row, run as lanes."""
     r, k, n = panel.y.shape
     # The response-dependent part is linear in theta: sum_i w y (a theta + beta).
-    lin = np.einsum("rkn,rn->rk", panel.y if panel.observed is None else panel.y * panel.observed, a).ravel()
+    weighted_a = a if panel.items is None else a * panel.items
+    lin = np.einsum("rkn,rn->rk", panel.y if panel.observed is None else panel.y * panel.observed, weighted_a).ravel()
     observed = None if panel.observed is None else panel.observed.reshape(r * k, n)
 
     def f(x: np.ndarray, lanes: np.ndarray) -> np.ndarray:
@@ -258,7 +303,7 @@ def theta_step(panel: Panel, a: np.ndarray, beta: np.ndarray, s: FitSettings) ->
         sp = softplus(z)
         if observed is not None:
             sp *= observed[lanes]
-        return sp.sum(-1) - lin[lanes] * x + s.lambda_theta * x**2
+        return panel.item_sum(sp) - lin[lanes] * x + s.lambda_theta * x**2
 
     x, _, nfev = bounded_brent(f, r * k, s.theta_bounds, xatol=s.theta_tol)
     return x.reshape(r, k), int(nfev.max())
@@ -282,8 +327,9 @@ def fit_2pl(responses: ArrayLike, settings: FitSettings | None = None) -> IrtFit
     """Fit the regularized 2PL to a models x items matrix of 0/1 with NaN for missing."""
     s = settings or FitSettings()
     y = as_response_matrix(responses)
-    theta, a, beta, log = alternate(Panel.single(y), s)
-    return IrtFit(a=a[0], beta=beta[0], theta=theta[0], settings=s, rounds=tuple(log))
+    cols = distinct_columns(y)
+    theta, a, beta, log = alternate(Panel.single(cols.y, cols.items, raw=np.nanmean(y, axis=1)), s)
+    return IrtFit(a=cols.expand(a[0]), beta=cols.expand(beta[0]), theta=theta[0], settings=s, rounds=tuple(log))
 
 
 def with_solver(settings: FitSettings | None, solver: ItemSolver) -> FitSettings:

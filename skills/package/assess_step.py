@@ -25,6 +25,7 @@ def assess_package(runner: Any, package_id: str, gates: dict[str, Any], record: 
     if gates.get("panel_agents") is not None:
         params["agents"] = list(gates["panel_agents"])
     node = WorkflowNode("assess", REGISTRY.get(SKILL), {})
+    runner.executor.forget()  # the items, bindings and scenes loaded for the earlier steps
     invocation = runner.executor.invocation(node, {"package": package_id}, params)
     result = runner.executor.run([invocation], label=f"S5 {SKILL}")
     runner.results.setdefault("assess", type(result)()).merge(result)

@@ -46,8 +46,11 @@ class AssessParams(BaseModel):
                                                                     "blind margins")
 
 
+_ROW = json.JSONEncoder(sort_keys=True, ensure_ascii=False)  # one encoder for a hundred thousand rows
+
+
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:
-    return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows).encode()
+    return "".join(_ROW.encode(r) + "\n" for r in rows).encode()
 
 
 def _json(obj: Any) -> bytes:
@@ -90,10 +93,10 @@ def assess(ctx: SkillContext, package: Package) -> list[Package]:
         for rel, data in added.items():
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
             (folder / rel).write_bytes(data)
-        diagnosis = irt_diagnosis(folder, p.bootstrap, p.seed)
+        diagnosis = irt_diagnosis(folder, p.bootstrap, p.seed, rows)
         added[IRT_FILE] = diagnosis.to_json(indent=1).encode() + b"\n"
         (folder / IRT_FILE).write_bytes(added[IRT_FILE])
-        report = compute_report(folder)
+        report = compute_report(folder, rows)
         if not tasks:
             items = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines() if line.strip()]
             keys = {r["id"]: r for r in map(json.loads, (folder / "answers.jsonl").read_text().splitlines())}

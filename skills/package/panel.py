@@ -13,10 +13,11 @@ and stays in the matrix.
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -100,4 +101,13 @@ def score_matrix(models: Sequence[str], item_ids: Sequence[str], rows: Iterable[
 
 
 def read_responses(data: bytes) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+    return list(iter_responses(data))
+
+
+def iter_responses(data: bytes) -> Iterator[dict[str, Any]]:
+    """The records of ``evaluation/responses.jsonl`` one at a time (a package's panel gives a
+    hundred thousand of them; a check that reads each once need not hold them all)."""
+    decode = json.JSONDecoder().decode
+    for line in io.BytesIO(data):
+        if line.strip():
+            yield decode(line.decode("utf-8"))

@@ -42,14 +42,15 @@ def _round(x: Any, digits: int = 6) -> Any:
     return round(float(x), digits) + 0.0  # + 0.0: no negative zero
 
 
-def irt_diagnosis(folder: Path, bootstrap: int, seed: int) -> Any:
-    """Gate F on the package's response matrix (the panel's models x the released items)."""
+def irt_diagnosis(folder: Path, bootstrap: int, seed: int, rows: list[dict[str, Any]] | None = None) -> Any:
+    """Gate F on the package's response matrix (the panel's models x the released items);
+    ``rows`` are the records of ``evaluation/responses.jsonl`` when the caller holds them."""
     from forge_skills.evaluate import diagnose
 
     panel = json.loads((folder / PANEL_FILE).read_text())
     models = [m["model"] for m in panel["members"]]
     items = [r["id"] for r in item_rows(folder)]
-    rows = read_responses((folder / RESPONSES_FILE).read_bytes())
+    rows = read_responses((folder / RESPONSES_FILE).read_bytes()) if rows is None else rows
     y = score_matrix(models, items, rows)
     return diagnose(y, model_ids=models, item_ids=items, bootstrap_replicates=bootstrap, seed=seed)
 
@@ -64,15 +65,16 @@ def item_rows(folder: Path) -> list[dict[str, Any]]:
             for r in _jsonl(folder / "tasks.jsonl")]
 
 
-def compute_report(folder: Path) -> dict[str, Any]:
-    """report.json's content from the records in the package folder."""
+def compute_report(folder: Path, rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """report.json's content from the records in the package folder (``rows``: the records of
+    ``evaluation/responses.jsonl`` when the caller holds them)."""
     manifest = json.loads((folder / "manifest.json").read_text())
     items = item_rows(folder)
     keys = {r["id"]: r for r in items}
     composition = json.loads((folder / "composition.json").read_text())
     build = json.loads((folder / BUILD_FILE).read_text())
     panel = json.loads((folder / PANEL_FILE).read_text())
-    rows = read_responses((folder / RESPONSES_FILE).read_bytes())
+    rows = read_responses((folder / RESPONSES_FILE).read_bytes()) if rows is None else rows
     irt = json.loads((folder / IRT_FILE).read_text())
     return {
         "format": FORMAT,

@@ -596,18 +596,18 @@ def response_matrix_complete(pkg: Package, ctx: CheckContext) -> Outcome:
     attributed to a model id and scored in [0, 1], an invalid one scored 0."""
     import json
 
-    from forge_skills.package.panel import matrix_problems, read_responses
+    from forge_skills.package.panel import iter_responses, matrix_problems
     from forge_skills.package.report_data import PANEL_FILE, RESPONSES_FILE
 
     if RESPONSES_FILE not in pkg.files:
         return Outcome(True, "no panel records (the package is not assessed yet)")
     try:
         panel = json.loads(ctx.store.get_blob(pkg.files[PANEL_FILE]))
-        rows = read_responses(ctx.store.get_blob(pkg.files[RESPONSES_FILE]))
         listing, key = ("items.jsonl", "id") if "items.jsonl" in pkg.files else ("tasks.jsonl", "task_id")
         items = [json.loads(line)[key] for line in ctx.store.get_blob(pkg.files[listing]).decode().splitlines()
                  if line.strip()]
+        problems = matrix_problems(panel.get("members", []), items,
+                                   iter_responses(ctx.store.get_blob(pkg.files[RESPONSES_FILE])))
     except (KeyError, ValueError) as exc:
         return Outcome(False, f"panel records unreadable: {type(exc).__name__}: {exc}")
-    problems = matrix_problems(panel.get("members", []), items, rows)
     return Outcome(not problems, "; ".join(problems[:5]))
