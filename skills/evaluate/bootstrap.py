@@ -67,7 +67,7 @@ def _chunk_panel(y: np.ndarray, seen: np.ndarray | None, raw: np.ndarray, counts
 def model_bootstrap(responses: ArrayLike, *, replicates: int = 1000, seed: int = BOOTSTRAP_SEED,
                     settings: FitSettings | None = None, reference: IrtFit | None = None,
                     level: float = 0.95, item_solver: ItemSolver = "newton",
-                    max_chunk_cells: int = 150_000, keep_samples: bool = False) -> BootstrapResult:
+                    max_chunk_cells: int = 600_000, keep_samples: bool = False) -> BootstrapResult:
     """Refit the 2PL on ``replicates`` model resamples of a models x items matrix.
 
     ``reference`` is the full-panel fit the band stability compares against (fitted here when
