@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 from numpy.typing import ArrayLike
 
-from forge_skills.evaluate.irt import as_response_matrix
+from forge_skills.evaluate.irt import ZERO_SLOPE, as_response_matrix
 
 
 def item_rest_correlation(responses: ArrayLike) -> np.ndarray:
@@ -40,9 +40,9 @@ def item_rest_correlation(responses: ArrayLike) -> np.ndarray:
 
 def reverse_risk(a: ArrayLike, item_rest: ArrayLike) -> np.ndarray:
     """Flag an item whose slope is negative or whose item-rest correlation is negative (an
-    undefined correlation raises no flag by itself)."""
+    undefined correlation raises no flag by itself, nor does a slope that is 0 up to rounding)."""
     r = np.asarray(item_rest, dtype=float)
-    return (np.asarray(a, dtype=float) < 0) | (np.nan_to_num(r, nan=0.0) < 0)
+    return (np.asarray(a, dtype=float) < -ZERO_SLOPE) | (np.nan_to_num(r, nan=0.0) < 0)
 
 
 def top_bottom_gap(responses: ArrayLike, group: int = 3) -> np.ndarray:

@@ -142,7 +142,8 @@ def _irt(d: dict[str, Any]) -> dict[str, Any]:
             reasons.append("near-zero discrimination: the panel's models do not differ on it")
         elif d["band"][i] == "reversed":
             reasons.append("reversed: stronger models fail it more often")
-        if d["reverse_risk"][i]:
+        rest = d["item_rest"][i]
+        if rest is not None and rest < 0:
             reasons.append("item-rest correlation below zero")
         if reasons:
             flagged.append({"item": iid, "a": _round(a[i], 4), "band": d["band"][i], "why": "; ".join(reasons)})

@@ -125,6 +125,18 @@ def test_irt_flags_items_and_never_removes_them(built, package: Path) -> None:
     for f in irt["flagged"]:
         i = diagnosis["item_ids"].index(f["item"])
         assert abs(diagnosis["a"][i]) < 0.05 or diagnosis["band"][i] == "reversed" or diagnosis["reverse_risk"][i]
+        # Each reason given is true of the item.
+        rest = diagnosis["item_rest"][i]
+        assert ("item-rest correlation below zero" in f["why"]) == (rest is not None and rest < 0)
+        assert ("reversed:" in f["why"]) == (diagnosis["band"][i] == "reversed" and abs(diagnosis["a"][i]) >= 0.05)
+    # An item every member answers alike separates no one: slope 0, low band, no reverse risk.
+    scores: dict[str, set[bool]] = {}
+    for r in _rows(package / "evaluation/responses.jsonl"):
+        scores.setdefault(r["item_id"], set()).add(float(r["score"]) >= 0.5)
+    alike = [diagnosis["item_ids"].index(i) for i, s in scores.items() if len(s) == 1]
+    assert alike, "the panel answers some item alike"
+    for i in alike:
+        assert diagnosis["band"][i] == "low" and not diagnosis["reverse_risk"][i] and diagnosis["item_rest"][i] is None
     boot = irt["bootstrap"]
     assert boot["replicates"] == SMALL_INTENT["gates"]["irt_bootstrap"] and boot["seed"] == 20260731
     assert len(boot["intervals"]) == len(items)

@@ -49,8 +49,8 @@ def test_item_rest_correlation_leaves_missing_pairs_out() -> None:
 
 
 def test_reverse_risk() -> None:
-    flags = reverse_risk([0.8, -0.2, 0.5, 0.5, -0.1], [0.3, 0.2, -0.1, np.nan, np.nan])
-    assert flags.tolist() == [False, True, True, False, True]
+    flags = reverse_risk([0.8, -0.2, 0.5, 0.5, -0.1, -1e-17], [0.3, 0.2, -0.1, np.nan, np.nan, np.nan])
+    assert flags.tolist() == [False, True, True, False, True, False]  # -1e-17: a slope of 0, rounded
 
 
 def test_top_bottom_gap_by_hand() -> None:
