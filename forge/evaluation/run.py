@@ -122,6 +122,17 @@ def _run_solver(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]
 
 def solver_rows(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]], run_id: str) -> list[EvalRow]:
     """A built-in solver's scored rows for the ``todo`` items."""
+    start = time.perf_counter()
+    responses = solver_answers(pkg, spec)
+    each = (time.perf_counter() - start) / max(1, len(pkg.items))
+    reported = f"builtin:{spec.solver.name}"  # type: ignore[union-attr]
+    model_key, at = spec.key, now()  # one solver's answers arrive together
+    return [_row(pkg, spec, it, responses.get(it["id"], ""), reported, "builtin", each, 0, 0, run_id,
+                 model_key=model_key, at=at) for it in todo]
+
+
+def solver_answers(pkg: EvalPackage, spec: ModelSpec) -> dict[str, str]:
+    """A built-in solver's reply to every item of the package, by item id."""
     solver = spec.solver
     assert solver is not None
     # A solver answers the whole package, whatever the limit, so an item's response never depends
@@ -131,14 +142,9 @@ def solver_rows(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]
         visible = pkg.memo[("visible",)] = [{**it, "form": _form(pkg, it)} for it in pkg.items]
     context = SolverContext(seed=0, composition=pkg.composition,
                             keys=pkg.keys if solver.reads_key else None,
-                            score=pkg.score if solver.reads_key else None)
-    start = time.perf_counter()
-    responses = solver.answer(visible, context)
-    each = (time.perf_counter() - start) / max(1, len(visible))
-    reported = f"builtin:{solver.name}"
-    model_key, at = spec.key, now()  # one solver's answers arrive together
-    return [_row(pkg, spec, it, responses.get(it["id"], ""), reported, "builtin", each, 0, 0, run_id,
-                 model_key=model_key, at=at) for it in todo]
+                            score=pkg.score if solver.reads_key else None,
+                            memo=pkg.memo.setdefault(("solvers",), {}))
+    return solver.answer(visible, context)
 
 
 def _run_model(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]], store: Store, client: ModelClient,
@@ -186,11 +192,13 @@ def _salvage(pkg: EvalPackage, spec: ModelSpec, batch: Sequence[dict[str, Any]],
     return len(rows)
 
 
-def _scored(pkg: EvalPackage, iid: str, reply: str) -> tuple[str | None, str | None, bool, float, str]:
-    """(reading, parsed as JSON, valid, score, metrics as JSON) of one reply, read once per package."""
+def scored_reply(pkg: EvalPackage, iid: str, reply: str) -> tuple[str | None, Any, bool, float]:
+    """(the reading the package's scorer parsed, what it parsed to, valid, score) of one reply;
+    each (item, reply) is read once per package."""
     key = ("reply", iid, reply)
-    if key in pkg.memo:
-        return pkg.memo[key]
+    found = pkg.memo.get(key)
+    if found is not None:
+        return found
     reading, parsed = read_reply(reply, lambda text: pkg.parse(iid, text))
     valid = reading is not None
     score = 0.0
@@ -199,23 +207,32 @@ def _scored(pkg: EvalPackage, iid: str, reply: str) -> tuple[str | None, str | N
             score = pkg.score(iid, reading)
         except Exception:  # the package's scorer cannot score what it parsed: invalid
             valid, reading, parsed = False, None, None
-    try:
-        metrics = pkg.secondary(iid, reading if valid else reply)
-    except Exception:
-        metrics = {}
-    out = (reading, json.dumps(parsed, default=str) if valid else None, valid, float(score),
-           json.dumps(metrics, sort_keys=True, default=str))
-    pkg.memo[key] = out
+    out = pkg.memo[key] = (reading, parsed, valid, float(score))
     return out
+
+
+def _metrics(pkg: EvalPackage, iid: str, text: str) -> str:
+    """The scorer's extra metrics of one reading, as JSON."""
+    key = ("metrics", iid, text)
+    found = pkg.memo.get(key)
+    if found is None:
+        try:
+            metrics = pkg.secondary(iid, text)
+        except Exception:
+            metrics = {}
+        found = pkg.memo[key] = json.dumps(metrics, sort_keys=True, default=str)
+    return found
 
 
 def _row(pkg: EvalPackage, spec: ModelSpec, item: dict[str, Any], reply: str, reported: str, source: str,
          seconds: float, tokens_in: int, tokens_out: int, run_id: str, *, model_key: str | None = None,
          at: Any = None) -> EvalRow:
     iid = item["id"]
-    reading, parsed, valid, score, metrics = _scored(pkg, iid, reply)
+    reading, parsed, valid, score = scored_reply(pkg, iid, reply)
+    metrics = _metrics(pkg, iid, reading if valid else reply)  # type: ignore[arg-type]
     return EvalRow(pkg.label, pkg.digest, spec.spec, model_key or spec.key, reported, spec.simulated, iid,
-                   item.get("capability"), item.get("question_type"), reply, reading, parsed, valid, score, metrics,
+                   item.get("capability"), item.get("question_type"), reply, reading,
+                   json.dumps(parsed, default=str) if valid else None, valid, score, metrics,
                    source, float(seconds), int(tokens_in), int(tokens_out), run_id, at or now())
 
 

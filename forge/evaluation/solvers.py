@@ -71,6 +71,9 @@ class SolverContext:
     composition: Mapping[str, Any] = field(default_factory=dict)  # the package's published composition
     keys: Mapping[str, Mapping[str, Any]] | None = None
     score: Callable[[str, str], float] | None = None  # (item id, response) -> the package scorer's score
+    # Where solvers keep what depends only on the item (and the key and scorer): the panel's
+    # solvers share it, as evidence readers with one seed share their right and wrong replies.
+    memo: dict[Any, Any] = field(default_factory=dict)
 
 
 class Solver(Protocol):
@@ -435,21 +438,27 @@ class NoisyOracle:
         for cap, group in by_cap.items():
             order = sorted(group, key=lambda it: _hash_order(self.seed, "oracle-noisy", it["id"]))
             wrong |= {it["id"] for it in order[:round(self.rate_for(cap) * len(group))]}
-        out = {}
-        for it in items:
-            key, form = context.keys[it["id"]], it["form"]
-            if it["id"] not in wrong:
-                gold = gold_response(key, form)
-                if context.score is not None and context.score(it["id"], gold) < 1.0:
-                    alt = str(key.get("answer", ""))  # a protocol that reads the answer text
-                    gold = alt if context.score(it["id"], alt) > context.score(it["id"], gold) else gold
-                out[it["id"]] = gold
-                continue
+        return {it["id"]: self._reply(it, context, it["id"] in wrong) for it in items}
+
+    def _reply(self, it: Mapping[str, Any], context: SolverContext, wrong: bool) -> str:
+        """The item's right or wrong reply; the same for every reader with this seed."""
+        memo_key = ("oracle-noisy", self.seed, it["id"], wrong)
+        found = context.memo.get(memo_key)
+        if found is not None:
+            return found
+        key, form = context.keys[it["id"]], it["form"]  # type: ignore[index]
+        if not wrong:
+            reply = gold_response(key, form)
+            if context.score is not None and context.score(it["id"], reply) < 1.0:
+                alt = str(key.get("answer", ""))  # a protocol that reads the answer text
+                reply = alt if context.score(it["id"], alt) > context.score(it["id"], reply) else reply
+        else:
             candidates = wrong_responses(key, form, _rng(self.seed, "oracle-wrong", it["id"]))
             if context.score is not None:
                 candidates = [c for c in candidates if context.score(it["id"], c) == 0.0] or candidates[-1:]
-            out[it["id"]] = candidates[0]
-        return out
+            reply = candidates[0]
+        context.memo[memo_key] = reply
+        return reply
 
 
 @register("oracle-noisy", "simulated evidence reader: the key, wrong at set per-capability rates",

@@ -37,7 +37,7 @@ class PanelMember:
 def solver_responses(folder: Path, specs: Sequence[str]) -> tuple[list[PanelMember], list[dict[str, Any]]]:
     """The built-in members' scored responses on the package laid out in ``folder``."""
     from forge.evaluation import load_package, parse_spec
-    from forge.evaluation.run import solver_rows
+    from forge.evaluation.run import scored_reply, solver_answers
 
     pkg = load_package(folder)
     members, rows = [], []
@@ -47,7 +47,12 @@ def solver_responses(folder: Path, specs: Sequence[str]) -> tuple[list[PanelMemb
             raise ValueError(f"{text}: the built-in panel takes builtin:NAME solvers; models answer as the "
                              "intent's models.panel")
         members.append(PanelMember(spec.spec, True, spec.label or "simulated"))
-        rows += [response_record(r) for r in solver_rows(pkg, spec, pkg.items, run_id="gate-e")]
+        replies, reported = solver_answers(pkg, spec), f"builtin:{spec.solver.name}"
+        for it in pkg.items:  # scored as forge eval scores them (one EvalRow each there)
+            reply = replies.get(it["id"], "")
+            reading, _, valid, score = scored_reply(pkg, it["id"], reply)
+            rows.append({"model": spec.spec, "model_reported": reported, "simulated": True, "item_id": it["id"],
+                         "response": reply, "answer": reading, "valid": valid, "score": score if valid else 0.0})
     return members, rows
 
 

@@ -15,6 +15,7 @@ a package ships the ones its items use.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import re
@@ -25,10 +26,18 @@ from pathlib import Path
 LETTERS = string.ascii_uppercase
 
 
+_PREFIX = re.compile(r"^(answer|option)\s*[:\-]?\s*")
+_WRAPPED = re.compile(r"[(\[](.*)[)\]]")
+
+
 def normalize(text: object) -> str:
-    s = str(text).strip().lower()
-    s = re.sub(r"^(answer|option)\s*[:\-]?\s*", "", s).strip().rstrip(".").strip()
-    wrapped = re.fullmatch(r"[(\[](.*)[)\]]", s)
+    return _normalize(str(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)  # scoring a file reads the same options and letters again and again
+def _normalize(text: str) -> str:
+    s = _PREFIX.sub("", text.strip().lower(), count=1).strip().rstrip(".").strip()
+    wrapped = _WRAPPED.fullmatch(s)
     return (wrapped.group(1) if wrapped else s).strip()
 
 
@@ -37,7 +46,7 @@ def parse_choice(response: object, options: list[str]) -> int | None:
     if response is None:
         return None
     s = normalize(response)
-    lowered = [normalize(o) for o in options]
+    lowered = [_normalize(str(o)) for o in options]
     if s in lowered:
         return lowered.index(s)
     if len(s) == 1 and s.upper() in LETTERS[: len(options)]:
