@@ -21,6 +21,15 @@ def _text(x: float, y: float, text: str, anchor: str = "start", extra: str = "")
     return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" {FONT} {extra}>{escape(text)}</text>'
 
 
+def _label(x: float, y: float, text: str, room: int, anchor: str = "start", extra: str = "") -> str:
+    """A label cut to ``room`` characters with an ellipsis where it is longer; hovering it shows
+    the whole text."""
+    if len(text) <= room:
+        return _text(x, y, text, anchor, extra)
+    return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" {FONT} {extra}>'
+            f"<title>{escape(text)}</title>{escape(text[:room - 1])}\u2026</text>")
+
+
 def bars(name: str, labels: Sequence[str], values: Sequence[float], *, title: str, maximum: float | None = None,
          fmt: str = "{:.3f}", colours: Sequence[str] | None = None, origin: float = 0.0) -> str:
     """One horizontal bar per label; negative values extend left of ``origin``'s axis."""
@@ -35,7 +44,7 @@ def bars(name: str, labels: Sequence[str], values: Sequence[float], *, title: st
         x1 = label_w + (min(v, origin) - low) / span * bar_w
         w = abs(v - origin) / span * bar_w
         colour = (colours[k] if colours else PALETTE[0])
-        body.append(_text(label_w - 6, y + 14, label[:42], "end"))
+        body.append(_label(label_w - 6, y + 14, label, 40, "end"))
         body.append(f'<rect x="{x1:.1f}" y="{y + 3}" width="{max(w, 1.0):.1f}" height="{row - 6}" fill="{colour}">'
                     f"<title>{escape(label)}: {escape(fmt.format(v))}</title></rect>")
         body.append(_text(label_w + bar_w + 8, y + 14, fmt.format(v)))
@@ -51,10 +60,10 @@ def heatmap(name: str, rows: Sequence[str], cols: Sequence[str], values: Sequenc
     body = []
     for j, c in enumerate(cols):
         x = label_w + j * cell + cell / 2
-        body.append(_text(x, head - 6, c[:22], "start", f'transform="rotate(-40 {x:.1f} {head - 6})"'))
+        body.append(_label(x, head - 6, c, 22, "start", f'transform="rotate(-40 {x:.1f} {head - 6})"'))
     for i, r in enumerate(rows):
         y = head + i * cell / 2
-        body.append(_text(label_w - 6, y + 20, r[:42], "end"))
+        body.append(_label(label_w - 6, y + 20, r, 40, "end"))
         for j, v in enumerate(values[i]):
             x = label_w + j * cell
             shade = 0.0 if v is None else max(0.0, min(1.0, v / top))

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from forge_skills.evaluate import BANDS, IrtDiagnosis, diagnose
+from forge_skills.evaluate import IrtDiagnosis, diagnose
 
 from .simulated import lognormal_panel
 
@@ -23,7 +23,7 @@ def test_diagnosis_round_trips_through_json(tmp_path) -> None:
     assert back == d
     data = json.loads(path.read_text())  # allow_nan=False when written: strict JSON
     assert data["format"] == "forge.irt-diagnosis/1" and data["model_ids"][0] == "m0"
-    assert d.b[5] is None and d.item_rest[5] is None and d.band[5] in BANDS
+    assert d.b[5] is None and d.item_rest[5] is None and d.band[5] == "low" and not d.reverse_risk[5]
     assert sum(d.band_counts.values()) == 80 and len(d.a) == 80 and len(d.theta) == 11
     assert d.bootstrap is not None and d.bootstrap.replicates == 20 and d.bootstrap.seed == 20260731
     assert len(d.test_information) == len(d.information_grid) == 161
@@ -37,3 +37,14 @@ def test_diagnosis_without_bootstrap_and_bad_ids() -> None:
         diagnose(y, item_ids=["only-one"], bootstrap_replicates=0)
     with pytest.raises(ValueError):
         IrtDiagnosis.from_dict({"format": "something-else"})
+
+
+def test_a_long_chart_label_ends_in_an_ellipsis_and_shows_whole_on_hover() -> None:
+    from forge_skills.package import svg
+
+    long = "candidate_resynthesis: C1 (non_target_shortcut)"
+    page = svg.bars("repairs", [long, "short"], [3.0, 1.0], title="repairs")
+    assert f"<title>{long}</title>{long[:39]}\u2026</text>" in page
+    assert ">short</text>" in page and "<title>short</title>" not in page.split("<rect")[0]
+    grid = svg.heatmap("accuracy", ["a" * 50], ["b" * 30], [[0.5]], title="accuracy")
+    assert "a" * 39 + "\u2026" in grid and "b" * 21 + "\u2026" in grid
