@@ -37,8 +37,9 @@ class EvalPackage:
     keys: dict[str, dict[str, Any]]  # answers.jsonl rows by item id: the hidden key
     scorer: ModuleType
     composition: dict[str, Any] = field(default_factory=dict)
-    # Scores and readings by (item id, response): a package's scorer is a function of the key and
-    # the response, and a panel gives the same response to one item many times over.
+    # What evaluating the package computes once: scores and readings by (item id, response) (a
+    # package's scorer is a function of the key and the response, and a panel gives the same
+    # response to one item many times over), the items as solvers see them, the solvers' memo.
     memo: dict[tuple[str, ...], Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property

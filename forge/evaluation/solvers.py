@@ -20,7 +20,6 @@ one; ``register`` adds another (gate E's panel uses the same registry).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import random
@@ -128,17 +127,7 @@ def names() -> list[str]:
 
 
 def _rng(seed: int, *parts: Any) -> random.Random:
-    return random.Random(_hashed_seed(seed, *parts))
-
-
-@functools.lru_cache(maxsize=1 << 16)  # a panel's members seed the same items alike
-def _hashed_seed(seed: int, *parts: Any) -> int:
-    return int(digest(seed, *parts, length=16), 16)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _hash_order(seed: int, kind: str, item_id: Any) -> str:
-    return digest(seed, kind, item_id)
+    return random.Random(int(digest(seed, *parts, length=16), 16))
 
 
 def _seed(arg: str | None) -> int:
@@ -436,9 +425,16 @@ class NoisyOracle:
             by_cap.setdefault(str(it.get("capability")), []).append(it)
         wrong: set[str] = set()
         for cap, group in by_cap.items():
-            order = sorted(group, key=lambda it: _hash_order(self.seed, "oracle-noisy", it["id"]))
+            order = sorted(group, key=lambda it: self._rank(it["id"], context.memo))
             wrong |= {it["id"] for it in order[:round(self.rate_for(cap) * len(group))]}
         return {it["id"]: self._reply(it, context, it["id"] in wrong) for it in items}
+
+    def _rank(self, item_id: Any, memo: dict[Any, Any]) -> str:
+        """Where the item stands in the seed's order of wrong items (shared by the readers)."""
+        memo_key = ("oracle-noisy-rank", self.seed, item_id)
+        if memo_key not in memo:
+            memo[memo_key] = digest(self.seed, "oracle-noisy", item_id)
+        return memo[memo_key]
 
     def _reply(self, it: Mapping[str, Any], context: SolverContext, wrong: bool) -> str:
         """The item's right or wrong reply; the same for every reader with this seed."""

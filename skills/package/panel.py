@@ -51,16 +51,20 @@ def solver_responses(folder: Path, specs: Sequence[str]) -> tuple[list[PanelMemb
         for it in pkg.items:  # scored as forge eval scores them (one EvalRow each there)
             reply = replies.get(it["id"], "")
             reading, _, valid, score = scored_reply(pkg, it["id"], reply)
-            rows.append({"model": spec.spec, "model_reported": reported, "simulated": True, "item_id": it["id"],
-                         "response": reply, "answer": reading, "valid": valid, "score": score if valid else 0.0})
+            rows.append(_record(spec.spec, reported, True, it["id"], reply, reading, valid, score))
     return members, rows
 
 
 def response_record(row: Any) -> dict[str, Any]:
     """The released form of one scored response (an ``EvalRow``): what and who, not when."""
-    return {"model": row.model, "model_reported": row.model_reported, "simulated": bool(row.simulated),
-            "item_id": row.item_id, "response": row.response, "answer": row.answer, "valid": bool(row.valid),
-            "score": float(row.score) if row.valid else 0.0}
+    return _record(row.model, row.model_reported, row.simulated, row.item_id, row.response, row.answer, row.valid,
+                   row.score)
+
+
+def _record(model: str, reported: str, simulated: bool, item_id: str, response: str, answer: str | None,
+            valid: bool, score: float) -> dict[str, Any]:
+    return {"model": model, "model_reported": reported, "simulated": bool(simulated), "item_id": item_id,
+            "response": response, "answer": answer, "valid": bool(valid), "score": float(score) if valid else 0.0}
 
 
 def matrix_problems(members: Sequence[dict[str, Any]], item_ids: Sequence[str],
