@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forge.collector import long_lived_heap
 from forge.contracts import ContractBook
 from forge.errors import DefinitionError
 from forge.faults import FaultPlan
@@ -51,7 +52,11 @@ def default_store_dir(intent_path: Path) -> Path:
 
 
 def build(intent_path: str | Path, options: BuildOptions | None = None) -> dict[str, Any]:
-    options = options or BuildOptions()
+    with long_lived_heap():  # a build keeps its loaded artifacts: full collections would walk them often
+        return _build(intent_path, options or BuildOptions())
+
+
+def _build(intent_path: str | Path, options: BuildOptions) -> dict[str, Any]:
     if options.ablate is not None and options.ablate not in ABLATIONS:
         raise DefinitionError(f"unknown ablation {options.ablate!r}; choose from {', '.join(ABLATIONS)}")
     registry = discover()
