@@ -558,6 +558,7 @@ class StageRunner(WorkflowRunner):
         record = {"funnel": [{"stage": s, "items": int(n)} for s, n in funnel],
                   "repairs": repairs_by_cause(self.repair.records if self.repair is not None else []),
                   "blind": blind_margins(self.blind_reports)}
+        self._summaries.clear()  # allocation is over; the assessment needs the room
         members, rows, self.panel_usage = model_panel(self, pkg_id, self.models.members("panel"))
         return {"ids": {"Package": assess_package(self, pkg_id, self.gates, record, (members, rows))}}
 

@@ -36,22 +36,6 @@ class BindingSummary:
     kinds: str = ""  # the kinds of object the question names (JSON): answers balance per kind
 
 
-_PARSED: dict[str, dict[str, Any]] = {}
-
-
-def _determinant(text: str) -> dict[str, Any]:
-    """A binding's determinant, parsed once per process (allocation and the yield estimate read
-    every binding's, round after round; bindings never change). Read-only."""
-    if not text:
-        return {}
-    found = _PARSED.get(text)
-    if found is None:
-        if len(_PARSED) > 500_000:
-            _PARSED.clear()
-        found = _PARSED[text] = json.loads(text)
-    return found
-
-
 _KEEPABLE: dict[str, dict[str, list[str]]] = {}
 
 
@@ -74,7 +58,7 @@ def _keepable(bindings: dict[str, BindingSummary], min_items: int) -> dict[str, 
     independence gate keeps them, in id order), and per kind of object named and answer no more
     than the balance gate's cap. Allocation draws prefixes of these lists, so the items it
     realizes are seldom held back afterwards for dependence or imbalance."""
-    dets = {bid: _determinant(b.determinant) for bid, b in bindings.items()}
+    dets = {bid: json.loads(b.determinant) if b.determinant else {} for bid, b in bindings.items()}
     kept, _ = independent(dets)
     per_template: dict[str, list[str]] = {}
     for bid in kept:  # in id order
