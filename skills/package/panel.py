@@ -16,7 +16,6 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -34,12 +33,12 @@ class PanelMember:
     label: str  # what every output shows beside its results
 
 
-def solver_responses(folder: Path, specs: Sequence[str]) -> tuple[list[PanelMember], list[dict[str, Any]]]:
-    """The built-in members' scored responses on the package laid out in ``folder``."""
-    from forge.evaluation import load_package, parse_spec
+def solver_responses(pkg: Any, specs: Sequence[str]) -> tuple[list[PanelMember], list[dict[str, Any]]]:
+    """The built-in members' scored responses on a package (an ``EvalPackage``, as
+    ``forge.evaluation.load_package`` reads one)."""
+    from forge.evaluation import parse_spec
     from forge.evaluation.run import scored_reply, solver_answers
 
-    pkg = load_package(folder)
     members, rows = [], []
     for text in specs:
         spec = parse_spec(text)
@@ -74,15 +73,19 @@ def matrix_problems(members: Sequence[dict[str, Any]], item_ids: Sequence[str],
     problems: list[str] = []
     if len(set(models)) != len(models):
         problems.append("a panel member is listed twice")
-    expected = {(m, i) for m in models for i in item_ids}
-    seen: set[tuple[str, str]] = set()
+    # Each model's answered items as a set of positions: 110,000 rows checked without a set of
+    # every expected (model, item) pair.
+    answered: dict[Any, set[int]] = {m: set() for m in models}
+    position = {i: k for k, i in enumerate(item_ids)}
     for n, r in enumerate(rows, 1):
-        pair = (r.get("model"), r.get("item_id"))
-        if pair not in expected:
-            problems.append(f"row {n}: ({pair[0]}, {pair[1]}) is not a panel member and released item")
-        elif pair in seen:
-            problems.append(f"row {n}: ({pair[0]}, {pair[1]}) is answered twice")
-        seen.add(pair)
+        model, item = r.get("model"), r.get("item_id")
+        mine, at = answered.get(model), position.get(item)
+        if mine is None or at is None:
+            problems.append(f"row {n}: ({model}, {item}) is not a panel member and released item")
+        elif at in mine:
+            problems.append(f"row {n}: ({model}, {item}) is answered twice")
+        else:
+            mine.add(at)
         if not r.get("model_reported"):
             problems.append(f"row {n}: no model id the response is attributed to")
         score = r.get("score")
@@ -92,7 +95,7 @@ def matrix_problems(members: Sequence[dict[str, Any]], item_ids: Sequence[str],
             problems.append(f"row {n}: an invalid response scored {score}")
         if len(problems) >= 20:
             break
-    missing = len(expected - seen)
+    missing = len(set(models)) * len(position) - sum(len(v) for v in answered.values())
     if missing:
         problems.append(f"{missing} (model, item) pairs have no scored response")
     return problems

@@ -42,34 +42,38 @@ def _round(x: Any, digits: int = 6) -> Any:
     return round(float(x), digits) + 0.0  # + 0.0: no negative zero
 
 
-def irt_diagnosis(folder: Path, bootstrap: int, seed: int, rows: list[dict[str, Any]] | None = None) -> Any:
+def irt_diagnosis(folder: Path, bootstrap: int, seed: int, rows: list[dict[str, Any]] | None = None,
+                  items: list[dict[str, Any]] | None = None) -> Any:
     """Gate F on the package's response matrix (the panel's models x the released items);
-    ``rows`` are the records of ``evaluation/responses.jsonl`` when the caller holds them."""
+    ``rows`` are the records of ``evaluation/responses.jsonl`` and ``items`` the package's
+    :func:`item_rows`, when the caller holds them."""
     from forge_skills.evaluate import diagnose
 
     panel = json.loads((folder / PANEL_FILE).read_text())
     models = [m["model"] for m in panel["members"]]
-    items = [r["id"] for r in item_rows(folder)]
+    items = [r["id"] for r in (item_rows(folder) if items is None else items)]
     rows = read_responses((folder / RESPONSES_FILE).read_bytes()) if rows is None else rows
     y = score_matrix(models, items, rows)
     return diagnose(y, model_ids=models, item_ids=items, bootstrap_replicates=bootstrap, seed=seed)
 
 
-def item_rows(folder: Path) -> list[dict[str, Any]]:
+def item_rows(folder: Path, items: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The released items as the report groups them: question items by capability and question
-    type; interactive tasks (``tasks.jsonl``) by scene type and split."""
-    if (folder / "items.jsonl").is_file():
+    type; interactive tasks (``tasks.jsonl``) by scene type and split. ``items``: the records of
+    ``items.jsonl`` when the caller has read them."""
+    if items is not None or (folder / "items.jsonl").is_file():
         return [{"id": r["id"], "capability": r.get("capability"), "question_type": r.get("question_type")}
-                for r in _jsonl(folder / "items.jsonl")]
+                for r in (_jsonl(folder / "items.jsonl") if items is None else items)]
     return [{"id": r["task_id"], "capability": r.get("scene_type"), "question_type": r.get("split")}
             for r in _jsonl(folder / "tasks.jsonl")]
 
 
-def compute_report(folder: Path, rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def compute_report(folder: Path, rows: list[dict[str, Any]] | None = None,
+                   items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """report.json's content from the records in the package folder (``rows``: the records of
-    ``evaluation/responses.jsonl`` when the caller holds them)."""
+    ``evaluation/responses.jsonl``, ``items``: its :func:`item_rows`, when the caller holds them)."""
     manifest = json.loads((folder / "manifest.json").read_text())
-    items = item_rows(folder)
+    items = item_rows(folder) if items is None else items
     keys = {r["id"]: r for r in items}
     composition = json.loads((folder / "composition.json").read_text())
     build = json.loads((folder / BUILD_FILE).read_text())
