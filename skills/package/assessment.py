@@ -25,7 +25,7 @@ from forge_skills.package import exports
 from forge_skills.package.oe_package import module_name
 from forge.evaluation.solvers import DEFAULT_PANEL
 from forge_skills.package.episode_panel import DEFAULT_AGENTS, EPISODES_FILE, episode_responses, is_task_package
-from forge_skills.package.panel import matrix_problems, solver_responses
+from forge_skills.package.panel import matrix_problems, response_lines, solver_responses
 from forge_skills.package.report_data import (BUILD_FILE, HTML_FILE, IRT_FILE, PANEL_FILE, REPORT_FILE, RESPONSES_FILE,
                                               compute_report, irt_diagnosis, item_rows)
 from forge_skills.package.report_html import render_report
@@ -106,7 +106,7 @@ def assess(ctx: SkillContext, package: Package) -> list[Package]:
         order = {m["model"]: k for k, m in enumerate(panel["members"])}
         rows.sort(key=lambda r: (order[r["model"]], r["item_id"]))
         added[PANEL_FILE] = _json(panel)
-        added[RESPONSES_FILE] = _jsonl(rows)
+        added[RESPONSES_FILE] = response_lines(rows)
         added[BUILD_FILE] = _json(p.build)
         for rel in (PANEL_FILE, RESPONSES_FILE, BUILD_FILE):
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)

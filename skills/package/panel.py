@@ -16,12 +16,15 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass
+from json.encoder import encode_basestring as _quoted  # the C encoder's quoting, as ensure_ascii=False writes
 from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
 
 RESPONSE_FIELDS = ("model", "model_reported", "simulated", "item_id", "response", "answer", "valid", "score")
+_FIELDS = frozenset(RESPONSE_FIELDS)
+_ANY_RECORD = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,27 @@ def _record(model: str, reported: str, simulated: bool, item_id: str, response: 
             valid: bool, score: float) -> dict[str, Any]:
     return {"model": model, "model_reported": reported, "simulated": bool(simulated), "item_id": item_id,
             "response": response, "answer": answer, "valid": bool(valid), "score": float(score) if valid else 0.0}
+
+
+def response_lines(rows: Iterable[dict[str, Any]]) -> bytes:
+    """``evaluation/responses.jsonl``: each record on a line as ``json.dumps(sort_keys=True,
+    ensure_ascii=False)`` writes it. A record of the released layout is laid out directly (a
+    package's panel gives a hundred thousand); any other goes through the encoder."""
+    out = []
+    for r in rows:
+        a, score, sim, valid = r.get("answer"), r.get("score"), r.get("simulated"), r.get("valid")
+        if (r.keys() == _FIELDS and score.__class__ is float and 0.0 <= score <= 1.0 and sim.__class__ is bool
+                and valid.__class__ is bool and (a is None or a.__class__ is str)):
+            try:
+                out.append(f'{{"answer": {"null" if a is None else _quoted(a)}, "item_id": {_quoted(r["item_id"])}, '
+                           f'"model": {_quoted(r["model"])}, "model_reported": {_quoted(r["model_reported"])}, '
+                           f'"response": {_quoted(r["response"])}, "score": {score!r}, '
+                           f'"simulated": {"true" if sim else "false"}, "valid": {"true" if valid else "false"}}}\n')
+                continue
+            except TypeError:  # an id or a response that is not a string
+                pass
+        out.append(_ANY_RECORD.encode(r) + "\n")
+    return "".join(out).encode()
 
 
 def matrix_problems(members: Sequence[dict[str, Any]], item_ids: Sequence[str],

@@ -16,7 +16,7 @@ import pytest
 
 from forge.evaluation.solvers import DEFAULT_PANEL
 from forge.verify import verify_package
-from forge_skills.package.panel import matrix_problems
+from forge_skills.package.panel import matrix_problems, response_lines
 from tests.browser import headless_chromium
 from tests.conftest import SMALL_INTENT
 
@@ -91,6 +91,20 @@ def test_the_response_matrix_contract_names_each_breach() -> None:
     assert any("no model id" in p for p in matrix_problems(members, ["a", "b"], anonymous))
     stranger = [*good, {"model": "m3", "item_id": "a", "model_reported": "m3", "valid": True, "score": 0.0}]
     assert any("not a panel member" in p for p in matrix_problems(members, ["a", "b"], stranger))
+
+
+def test_response_lines_are_what_the_json_encoder_writes(package: Path) -> None:
+    shipped = _rows(package / "evaluation/responses.jsonl")
+    base = {"model": "m", "model_reported": "m", "simulated": False, "item_id": "a", "response": "B",
+            "answer": "B", "valid": True, "score": 1.0}
+    odd = [dict(base, response='la ta\u00e7a "vermella"\n\\ \u2014 \U0001f600', answer=None),
+           dict(base, score=0.5), dict(base, score=1),  # an int score: the encoder writes 1, not 1.0
+           dict(base, valid=False, score=0.0, answer=None), dict(base, extra=[1, 2]),  # not the released layout
+           dict(base, response=None), dict(base, score=float("nan"))]
+    for rows in (shipped, odd):
+        expected = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows).encode()
+        assert response_lines(rows) == expected
+    assert (package / "evaluation/responses.jsonl").read_bytes() == response_lines(shipped)
 
 
 def test_the_contract_holds_on_the_stored_package(built) -> None:
