@@ -93,7 +93,8 @@ def assess(ctx: SkillContext, package: Package) -> list[Package]:
             added[exports.TASK_FILE] = exports.inspect_task(mod)
             added[f"{mod}/prompt.py"] = exports.prompt_module()
             added[exports.PARQUET_FILE] = exports.parquet(pkg.items, pkg.keys)
-            added[exports.OPENEQA_FILE] = exports.openeqa(pkg.items, pkg.keys)
+            free_form = exports.openeqa_records(pkg.items, pkg.keys)
+            added[exports.OPENEQA_FILE] = exports.openeqa(free_form)
             listed = item_rows(folder, pkg.items)
             del pkg  # and its replies read by the panel: gate F needs the room
         panel = {"members": members + [{**m, "simulated": False} for m in p.model_members],
@@ -123,7 +124,7 @@ def assess(ctx: SkillContext, package: Package) -> list[Package]:
         added["README.md"] = (readme + _readme_section(report, None)).encode()
     else:  # question items run in other tools too
         added["README.md"] = (exports.dataset_card_header(package.name) + readme
-                              + _readme_section(report, len(json.loads(added[exports.OPENEQA_FILE])))).encode()
+                              + _readme_section(report, len(free_form))).encode()
     for rel, data in added.items():
         files[rel] = ctx.put_blob(data)
     manifest = json.loads(ctx.get_blob(package.manifest))

@@ -77,7 +77,8 @@ def parquet(items: list[dict[str, Any]], keys: dict[str, dict[str, Any]]) -> byt
     return out.getvalue()
 
 
-def openeqa(items: list[dict[str, Any]], keys: dict[str, dict[str, Any]]) -> bytes:
+def openeqa_records(items: list[dict[str, Any]], keys: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The OpenEQA-style records of the items whose answer is free-form text."""
     rows = []
     for it in items:
         key = keys[it["id"]]
@@ -87,7 +88,12 @@ def openeqa(items: list[dict[str, Any]], keys: dict[str, dict[str, Any]]) -> byt
         rows.append({"question_id": it["id"], "category": it.get("capability"), "question": it.get("question"),
                      "answer": str(key.get("answer")), "episode_history": media[0].rsplit("/", 1)[0] if media else "",
                      "frames": media})
-    return (json.dumps(rows, indent=1, ensure_ascii=False) + "\n").encode()
+    return rows
+
+
+def openeqa(records: list[dict[str, Any]]) -> bytes:
+    """``openeqa.json``: :func:`openeqa_records` as a file."""
+    return (json.dumps(records, indent=1, ensure_ascii=False) + "\n").encode()
 
 
 def dataset_card_header(name: str) -> str:

@@ -75,11 +75,11 @@ def _recheck(folder: Path) -> list[str]:
     problems: list[str] = []
     panel = json.loads((folder / PANEL_FILE).read_text())
     rows = read_responses((folder / RESPONSES_FILE).read_bytes())
-    problems += [f"{RESPONSES_FILE}: {p}" for p in matrix_problems(panel["members"], [it["id"] for it in item_rows(folder)],
-                                                                       rows)]
+    items = item_rows(folder)  # read once for the matrix check, gate F and the report
+    problems += [f"{RESPONSES_FILE}: {p}" for p in matrix_problems(panel["members"], [it["id"] for it in items], rows)]
     if is_task_package(folder):
         problems += _episode_rows(folder, rows)
-        return (problems + _report(folder, panel))[:MAX_PROBLEMS]
+        return (problems + _report(folder, panel, rows, items))[:MAX_PROBLEMS]
     pkg = load_package(folder)
     for n, r in enumerate(rows, 1):
         if r.get("item_id") not in pkg.keys:
@@ -92,19 +92,20 @@ def _recheck(folder: Path) -> list[str]:
                             f"{reading!r} scored {score}")
         if len(problems) >= MAX_PROBLEMS:
             return problems
-    problems += _report(folder, panel)
+    problems += _report(folder, panel, rows, items)
     problems += _exports(folder, pkg)
     return problems[:MAX_PROBLEMS]
 
 
-def _report(folder: Path, panel: dict[str, Any]) -> list[str]:
-    """The IRT diagnosis, report.json and the page, each made again."""
+def _report(folder: Path, panel: dict[str, Any], rows: list[dict[str, Any]], items: list[dict[str, Any]]) -> list[str]:
+    """The IRT diagnosis, report.json and the page, each made again (``rows``, ``items``: the
+    package's response records and item rows, read once by the caller)."""
     problems = []
-    diagnosis = irt_diagnosis(folder, int(panel.get("bootstrap", 0)), int(panel.get("seed", 0)))
+    diagnosis = irt_diagnosis(folder, int(panel.get("bootstrap", 0)), int(panel.get("seed", 0)), rows, items)
     problems += [f"{IRT_FILE}: {p}" for p in differences(json.loads((folder / IRT_FILE).read_text()),
                                                           json.loads(diagnosis.to_json()))]
     recorded = json.loads((folder / REPORT_FILE).read_text())
-    problems += [f"{REPORT_FILE}: {p}" for p in differences(recorded, compute_report(folder))]
+    problems += [f"{REPORT_FILE}: {p}" for p in differences(recorded, compute_report(folder, rows, items))]
     if (folder / HTML_FILE).read_text(encoding="utf-8") != render_report(recorded):
         problems.append(f"{HTML_FILE}: differs from the page report.json renders")
     return problems
@@ -133,6 +134,6 @@ def _exports(folder: Path, pkg: Any) -> list[str]:
     shipped = pq.read_table(folder / exports.PARQUET_FILE, use_threads=False).to_pydict()
     if shipped != exports.parquet_columns(pkg.items, pkg.keys):
         problems.append(f"{exports.PARQUET_FILE}: rows differ from the items and answers")
-    if json.loads((folder / exports.OPENEQA_FILE).read_text()) != json.loads(exports.openeqa(pkg.items, pkg.keys)):
+    if json.loads((folder / exports.OPENEQA_FILE).read_text()) != exports.openeqa_records(pkg.items, pkg.keys):
         problems.append(f"{exports.OPENEQA_FILE}: records differ from the items and answers")
     return problems
