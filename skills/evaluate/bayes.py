@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from forge.errors import PrerequisiteError
+from forge_skills.evaluate.classical import spearman
 from forge_skills.evaluate.irt import IrtFit, as_response_matrix
 
 EXTRA = "irt-bayes"
@@ -99,11 +100,9 @@ def cross_check(fit: IrtFit, bayes: BayesFit) -> CrossCheck:
     """Spearman rho between the backends' slopes (over items) and abilities (over models)."""
     if fit.a.shape != bayes.a.shape or fit.theta.shape != bayes.theta.shape:
         raise ValueError("the two fits are of different response matrices")
-    from scipy.stats import spearmanr  # imported on use: scipy.stats is slow to import
-
     return CrossCheck(
-        spearman_a=float(spearmanr(fit.a, bayes.a).statistic),
-        spearman_theta=float(spearmanr(fit.theta, bayes.theta).statistic),
+        spearman_a=spearman(fit.a, bayes.a),
+        spearman_theta=spearman(fit.theta, bayes.theta),
         n_items=int(fit.a.size),
         n_models=int(fit.theta.size),
     )

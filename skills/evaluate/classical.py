@@ -1,5 +1,5 @@
 """Classical item statistics that corroborate the 2PL slopes: item-rest correlation, the
-reverse-risk flag, the top-3 minus bottom-3 gap D_i and its rank agreement with a_i.
+reverse-risk flag, the top-3 minus bottom-3 gap D_i and its rank agreement with a_i (Spearman's rho).
 
 All take a models x items matrix of 0/1 with NaN for missing pairs."""
 
@@ -65,6 +65,30 @@ def rank_agreement(a: ArrayLike, gap: ArrayLike) -> float:
     keep = ~(np.isnan(a) | np.isnan(d))
     if keep.sum() < 3 or np.ptp(a[keep]) == 0 or np.ptp(d[keep]) == 0:
         return float("nan")
-    from scipy.stats import spearmanr  # scipy.stats takes most of a second to import
+    return spearman(a[keep], d[keep])
 
-    return float(spearmanr(a[keep], d[keep]).statistic)
+
+def spearman(x: ArrayLike, y: ArrayLike) -> float:
+    """Spearman's rho: Pearson's r of the average ranks (ties share the mean of their ranks), as
+    scipy's ``spearmanr`` computes it; NaN when either side does not vary. Written here because
+    importing ``scipy.stats`` costs a build about 80 MB and most of a second."""
+    rx, ry = average_ranks(x), average_ranks(y)
+    if rx.size != ry.size:
+        raise ValueError(f"{rx.size} and {ry.size} values: Spearman's rho pairs them")
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    scale = np.sqrt((rx @ rx) * (ry @ ry))
+    if rx.size < 2 or not scale > 0:
+        return float("nan")
+    return float(np.clip((rx @ ry) / scale, -1.0, 1.0))
+
+
+def average_ranks(values: ArrayLike) -> np.ndarray:
+    """1-based ranks, each run of equal values given the mean of the ranks it spans."""
+    x = np.asarray(values, dtype=float).ravel()
+    order = np.argsort(x, kind="stable")
+    ordered = x[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1], True])  # run edges, n at the end
+    mean_rank = (starts[:-1] + starts[1:] + 1) / 2.0  # a run [s, e) holds ranks s+1 .. e
+    ranks = np.empty(x.size)
+    ranks[order] = np.repeat(mean_rank, np.diff(starts))
+    return ranks

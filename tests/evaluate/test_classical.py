@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from forge_skills.evaluate import item_rest_correlation, rank_agreement, reverse_risk, top_bottom_gap
+from forge_skills.evaluate.classical import average_ranks, spearman
 
 # Four models in a Guttman pattern plus an item everyone gets right.
 GUTTMAN = np.array([
@@ -69,3 +70,22 @@ def test_rank_agreement() -> None:
     assert rank_agreement([0.1, 0.5, 0.9, 1.2], [0.0, 0.2, 0.3, 0.9]) == pytest.approx(1.0)
     assert rank_agreement([0.1, 0.5, np.nan, 1.2], [0.9, 0.2, 0.3, 0.0]) == pytest.approx(-1.0)
     assert np.isnan(rank_agreement([1.0, 1.0, 1.0], [0.1, 0.2, 0.3]))
+
+
+def test_average_ranks_share_the_mean_rank_of_a_tie() -> None:
+    assert average_ranks([0.3, 0.1, 0.3, 0.2, 0.3]).tolist() == [4.0, 1.0, 4.0, 2.0, 4.0]
+    assert average_ranks([]).tolist() == []
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_spearman_is_scipys_rho_with_ties(seed: int) -> None:
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 400))
+    x = rng.integers(0, 6, n).astype(float)  # few distinct values: many ties
+    y = x * rng.choice([-1.0, 0.5, 2.0]) + rng.normal(0, 2, n).round(1)
+    assert spearman(x, y) == pytest.approx(float(spearmanr(x, y).statistic), abs=1e-12)
+    assert np.isnan(spearman(np.ones(n), y))
+    with pytest.raises(ValueError, match="pairs them"):
+        spearman(x, y[:-1])
