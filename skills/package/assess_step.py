@@ -26,6 +26,7 @@ def assess_package(runner: Any, package_id: str, gates: dict[str, Any], record: 
         params["agents"] = list(gates["panel_agents"])
     node = WorkflowNode("assess", REGISTRY.get(SKILL), {})
     runner.executor.forget()  # the items, bindings and scenes loaded for the earlier steps
+    runner.store.release_memory()  # and the table blocks the package step read
     invocation = runner.executor.invocation(node, {"package": package_id}, params)
     result = runner.executor.run([invocation], label=f"S5 {SKILL}")
     runner.results.setdefault("assess", type(result)()).merge(result)

@@ -27,7 +27,8 @@ from forge.evaluation.solvers import DEFAULT_PANEL
 from forge_skills.package.episode_panel import DEFAULT_AGENTS, EPISODES_FILE, episode_responses, is_task_package
 from forge_skills.package.panel import matrix_problems, response_lines, solver_responses
 from forge_skills.package.report_data import (BUILD_FILE, HTML_FILE, IRT_FILE, PANEL_FILE, REPORT_FILE, RESPONSES_FILE,
-                                              compute_report, irt_diagnosis, item_rows)
+                                              compute_report, irt_diagnosis, item_rows, model_results,
+                                              panel_scores)
 from forge_skills.package.report_html import render_report
 
 
@@ -69,7 +70,15 @@ def assess(ctx: SkillContext, package: Package) -> list[Package]:
     """Gates E and F over the released items, the evaluation report and the exports."""
     p = ctx.params
     files = dict(package.files)
-    added: dict[str, bytes] = {}
+
+    def add(rel: str, data: bytes | bytearray, folder: Path | None = None) -> None:
+        """Store a file the assessment adds to the package at once (and write it into the working
+        folder where a later step reads it): a hundred thousand responses need not wait in memory."""
+        files[rel] = ctx.put_blob(data)
+        if folder is not None:
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_bytes(data)
+
     with tempfile.TemporaryDirectory(prefix="forge-assess-") as tmp:
         folder = Path(tmp)
         for rel, blob in files.items():
@@ -79,9 +88,7 @@ def assess(ctx: SkillContext, package: Package) -> list[Package]:
         tasks = is_task_package(folder)
         if tasks:  # interactive tasks: agents run the episodes
             members, rows, records = episode_responses(folder, p.agents)
-            added[EPISODES_FILE] = _jsonl(records)
-            (folder / EPISODES_FILE).parent.mkdir(parents=True, exist_ok=True)
-            (folder / EPISODES_FILE).write_bytes(added[EPISODES_FILE])
+            add(EPISODES_FILE, _jsonl(records), folder)
             listed = item_rows(folder)
         else:  # the items, the key and the scorer read once, for the panel and the exports
             from forge.evaluation import load_package
@@ -90,11 +97,11 @@ def assess(ctx: SkillContext, package: Package) -> list[Package]:
             solvers, rows = solver_responses(pkg, p.panel)
             members = [asdict(m) for m in solvers]
             mod = module_name(package.name)
-            added[exports.TASK_FILE] = exports.inspect_task(mod)
-            added[f"{mod}/prompt.py"] = exports.prompt_module()
-            added[exports.PARQUET_FILE] = exports.parquet(pkg.items, pkg.keys)
+            add(exports.TASK_FILE, exports.inspect_task(mod))
+            add(f"{mod}/prompt.py", exports.prompt_module())
+            add(exports.PARQUET_FILE, exports.parquet(pkg.items, pkg.keys))
             free_form = exports.openeqa_records(pkg.items, pkg.keys)
-            added[exports.OPENEQA_FILE] = exports.openeqa(free_form)
+            add(exports.OPENEQA_FILE, exports.openeqa(free_form))
             listed = item_rows(folder, pkg.items)
             del pkg  # and its replies read by the panel: gate F needs the room
         panel = {"members": members + [{**m, "simulated": False} for m in p.model_members],
@@ -106,27 +113,24 @@ def assess(ctx: SkillContext, package: Package) -> list[Package]:
             raise ValueError("gate E: the response matrix is incomplete: " + "; ".join(problems[:5]))
         order = {m["model"]: k for k, m in enumerate(panel["members"])}
         rows.sort(key=lambda r: (order[r["model"]], r["item_id"]))
-        added[PANEL_FILE] = _json(panel)
-        added[RESPONSES_FILE] = response_lines(rows)
-        added[BUILD_FILE] = _json(p.build)
-        for rel in (PANEL_FILE, RESPONSES_FILE, BUILD_FILE):
-            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-            (folder / rel).write_bytes(added[rel])
-        diagnosis = irt_diagnosis(folder, p.bootstrap, p.seed, rows, listed)
-        added[IRT_FILE] = _one_field_per_line(diagnosis.to_dict())
-        (folder / IRT_FILE).write_bytes(added[IRT_FILE])
-        report = compute_report(folder, rows, listed)
-    added[REPORT_FILE] = _json(report)
-    report = json.loads(added[REPORT_FILE])  # the page renders what report.json says, as verify re-renders it
-    added[HTML_FILE] = render_report(report).encode()
+        add(PANEL_FILE, _json(panel), folder)
+        add(RESPONSES_FILE, response_lines(rows))  # gate F and the report are given the rows
+        add(BUILD_FILE, _json(p.build), folder)
+        scores, results = panel_scores(folder, rows, listed), model_results(panel, rows, listed)
+        del rows  # gate F and the report need only these two: the bootstrap gets the records' room
+        diagnosis = irt_diagnosis(folder, p.bootstrap, p.seed, scores=scores)
+        add(IRT_FILE, _one_field_per_line(diagnosis.to_dict()), folder)
+        del diagnosis
+        report_json = _json(compute_report(folder, items=listed, models=results))
+    add(REPORT_FILE, report_json)
+    report = json.loads(report_json)  # the page renders what report.json says, as verify re-renders it
+    add(HTML_FILE, render_report(report).encode())
     readme = ctx.get_blob(files["README.md"]).decode().rstrip("\n") + "\n\n"
     if tasks:
-        added["README.md"] = (readme + _readme_section(report, None)).encode()
+        add("README.md", (readme + _readme_section(report, None)).encode())
     else:  # question items run in other tools too
-        added["README.md"] = (exports.dataset_card_header(package.name) + readme
-                              + _readme_section(report, len(free_form))).encode()
-    for rel, data in added.items():
-        files[rel] = ctx.put_blob(data)
+        add("README.md", (exports.dataset_card_header(package.name) + readme
+                          + _readme_section(report, len(free_form))).encode())
     manifest = json.loads(ctx.get_blob(package.manifest))
     manifest.pop("files", None)
     manifest["evaluation"] = {"panel": [m["model"] for m in panel["members"]],

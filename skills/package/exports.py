@@ -92,8 +92,11 @@ def openeqa_records(items: list[dict[str, Any]], keys: dict[str, dict[str, Any]]
 
 
 def openeqa(records: list[dict[str, Any]]) -> bytes:
-    """``openeqa.json``: :func:`openeqa_records` as a file."""
-    return (json.dumps(records, indent=1, ensure_ascii=False) + "\n").encode()
+    """``openeqa.json``: :func:`openeqa_records` as a JSON array, a record per line (written by
+    the C encoder; an indented file goes through the pure-Python one, four times slower)."""
+    if not records:
+        return b"[]\n"
+    return ("[\n" + ",\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n]\n").encode()
 
 
 def dataset_card_header(name: str) -> str:

@@ -25,6 +25,7 @@ import numpy as np
 RESPONSE_FIELDS = ("model", "model_reported", "simulated", "item_id", "response", "answer", "valid", "score")
 _FIELDS = frozenset(RESPONSE_FIELDS)
 _ANY_RECORD = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
+_LINES_AT_ONCE = 4096
 
 
 @dataclass(frozen=True)
@@ -69,11 +70,13 @@ def _record(model: str, reported: str, simulated: bool, item_id: str, response: 
             "response": response, "answer": answer, "valid": bool(valid), "score": float(score) if valid else 0.0}
 
 
-def response_lines(rows: Iterable[dict[str, Any]]) -> bytes:
+def response_lines(rows: Iterable[dict[str, Any]]) -> bytearray:
     """``evaluation/responses.jsonl``: each record on a line as ``json.dumps(sort_keys=True,
     ensure_ascii=False)`` writes it. A record of the released layout is laid out directly (a
-    package's panel gives a hundred thousand); any other goes through the encoder."""
-    out = []
+    package's panel gives a hundred thousand); any other goes through the encoder. The text is
+    encoded a few thousand lines at a time: the lines, their join and its bytes of the whole file
+    at once would be three copies of it (50 MB at a hundred thousand records)."""
+    data, out = bytearray(), []
     for r in rows:
         a, score, sim, valid = r.get("answer"), r.get("score"), r.get("simulated"), r.get("valid")
         if (r.keys() == _FIELDS and score.__class__ is float and 0.0 <= score <= 1.0 and sim.__class__ is bool
@@ -83,11 +86,15 @@ def response_lines(rows: Iterable[dict[str, Any]]) -> bytes:
                            f'"model": {_quoted(r["model"])}, "model_reported": {_quoted(r["model_reported"])}, '
                            f'"response": {_quoted(r["response"])}, "score": {score!r}, '
                            f'"simulated": {"true" if sim else "false"}, "valid": {"true" if valid else "false"}}}\n')
-                continue
             except TypeError:  # an id or a response that is not a string
-                pass
-        out.append(_ANY_RECORD.encode(r) + "\n")
-    return "".join(out).encode()
+                out.append(_ANY_RECORD.encode(r) + "\n")
+        else:
+            out.append(_ANY_RECORD.encode(r) + "\n")
+        if len(out) == _LINES_AT_ONCE:
+            data += "".join(out).encode()
+            out.clear()
+    data += "".join(out).encode()
+    return data  # not bytes(data): that would copy it once more
 
 
 def matrix_problems(members: Sequence[dict[str, Any]], item_ids: Sequence[str],

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +43,34 @@ def _round(x: Any, digits: int = 6) -> Any:
     return round(float(x), digits) + 0.0  # + 0.0: no negative zero
 
 
-def irt_diagnosis(folder: Path, bootstrap: int, seed: int, rows: list[dict[str, Any]] | None = None,
-                  items: list[dict[str, Any]] | None = None) -> Any:
-    """Gate F on the package's response matrix (the panel's models x the released items);
-    ``rows`` are the records of ``evaluation/responses.jsonl`` and ``items`` the package's
-    :func:`item_rows`, when the caller holds them."""
-    from forge_skills.evaluate import diagnose
+@dataclass(frozen=True)
+class PanelScores:
+    """The panel's 0/1 matrix (its models x the released items) with the labels of both axes."""
 
+    models: list[str]
+    items: list[str]
+    y: np.ndarray
+
+
+def panel_scores(folder: Path, rows: list[dict[str, Any]] | None = None,
+                 items: list[dict[str, Any]] | None = None) -> PanelScores:
+    """The matrix gate F fits; ``rows`` are the records of ``evaluation/responses.jsonl`` and
+    ``items`` the package's :func:`item_rows`, when the caller holds them."""
     panel = json.loads((folder / PANEL_FILE).read_text())
     models = [m["model"] for m in panel["members"]]
-    items = [r["id"] for r in (item_rows(folder) if items is None else items)]
+    ids = [r["id"] for r in (item_rows(folder) if items is None else items)]
     rows = read_responses((folder / RESPONSES_FILE).read_bytes()) if rows is None else rows
-    y = score_matrix(models, items, rows)
-    return diagnose(y, model_ids=models, item_ids=items, bootstrap_replicates=bootstrap, seed=seed)
+    return PanelScores(models, ids, score_matrix(models, ids, rows))
+
+
+def irt_diagnosis(folder: Path, bootstrap: int, seed: int, rows: list[dict[str, Any]] | None = None,
+                  items: list[dict[str, Any]] | None = None, scores: PanelScores | None = None) -> Any:
+    """Gate F on the package's response matrix (``scores``, or :func:`panel_scores` of the
+    other arguments)."""
+    from forge_skills.evaluate import diagnose
+
+    s = panel_scores(folder, rows, items) if scores is None else scores
+    return diagnose(s.y, model_ids=s.models, item_ids=s.items, bootstrap_replicates=bootstrap, seed=seed)
 
 
 def item_rows(folder: Path, items: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
@@ -69,16 +85,19 @@ def item_rows(folder: Path, items: list[dict[str, Any]] | None = None) -> list[d
 
 
 def compute_report(folder: Path, rows: list[dict[str, Any]] | None = None,
-                   items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                   items: list[dict[str, Any]] | None = None,
+                   models: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """report.json's content from the records in the package folder (``rows``: the records of
-    ``evaluation/responses.jsonl``, ``items``: its :func:`item_rows`, when the caller holds them)."""
+    ``evaluation/responses.jsonl``, ``items``: its :func:`item_rows`, ``models``: their
+    :func:`model_results`, when the caller holds them)."""
     manifest = json.loads((folder / "manifest.json").read_text())
     items = item_rows(folder) if items is None else items
-    keys = {r["id"]: r for r in items}
     composition = json.loads((folder / "composition.json").read_text())
     build = json.loads((folder / BUILD_FILE).read_text())
     panel = json.loads((folder / PANEL_FILE).read_text())
-    rows = read_responses((folder / RESPONSES_FILE).read_bytes()) if rows is None else rows
+    if models is None:
+        models = model_results(panel, read_responses((folder / RESPONSES_FILE).read_bytes()) if rows is None else rows,
+                               items)
     irt = json.loads((folder / IRT_FILE).read_text())
     return {
         "format": FORMAT,
@@ -89,7 +108,7 @@ def compute_report(folder: Path, rows: list[dict[str, Any]] | None = None,
         "repairs": build.get("repairs", {}),
         "skills": build.get("skills", {}),
         "blind": build.get("blind", []),
-        "models": _models(panel, rows, keys),
+        "models": models,
         "irt": _irt(irt),
         "human_review": composition.get("human_review"),
         **({"episodes": episode_metrics(_jsonl(folder / EPISODES_FILE), panel["members"])}
@@ -109,7 +128,10 @@ def _composition(items: list[dict[str, Any]], composition: dict[str, Any]) -> di
                           for k, v in sorted((composition.get("sources") or {}).items())}}
 
 
-def _models(panel: dict[str, Any], rows: list[dict[str, Any]], keys: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def model_results(panel: dict[str, Any], rows: list[dict[str, Any]],
+                  items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The report's row per panel member: accuracy overall and per capability, invalid replies."""
+    keys = {r["id"]: r for r in items}
     by_model: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_model.setdefault(r["model"], []).append(r)
