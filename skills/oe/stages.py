@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -296,6 +297,9 @@ class StageRunner(WorkflowRunner):
             f["determinant"] = f.get("determinant") or ""
             for name in ("question_type", "scoring", "kinds"):
                 f[name] = f.get(name) or ""
+            for name in ("template", "answer", "capability", "question_type", "scoring", "kinds"):
+                if isinstance(f[name], str):  # a few hundred distinct texts: one copy of each
+                    f[name] = sys.intern(f[name])
             intervals = json.loads(f.pop("intervals") or "null")
             if intervals:  # balance the interval a count falls in, not the raw count
                 value = float(f["answer"])
