@@ -11,6 +11,7 @@ transaction per batch, so a build killed at any point leaves a consistent store.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -31,6 +32,7 @@ from forge.errors import BlobError, StoreBusyError, StoreError
 from forge.keys import bytes_digest, file_digest
 
 DB_NAME = "forge.duckdb"
+RELEASED_CACHE = "64MB"  # what DuckDB may keep while releasing its cache (see Store.release_memory)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR, value VARCHAR);
@@ -286,6 +288,9 @@ class Store(BlobStore):
     # -- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
+        if not self.read_only:  # closing writes the last changes into the file: room for that
+            with contextlib.suppress(duckdb.Error):  # a connection already closed, or broken
+                self.release_memory()
         self.con.close()
 
     def __enter__(self) -> "Store":
@@ -348,6 +353,20 @@ class Store(BlobStore):
 
     def execute(self, sql: str, params: list[Any] | None = None) -> duckdb.DuckDBPyConnection:
         return self.con.execute(sql, params or [])
+
+    def release_memory(self) -> None:
+        """Hand back the table blocks DuckDB keeps after reading them; they are read from the file
+        again when needed. DuckDB keeps them up to its memory limit (most of the machine's memory),
+        so between a build's stages its cache holds what the last stage read (200 MB at 10,000
+        items), room the next stage needs more. Lowering the limit evicts them; the limit then
+        returns to DuckDB's default (the store sets none; the limit it reports is rounded, so it
+        cannot be set back from that)."""
+        try:
+            self.con.execute(f"SET memory_limit = '{RELEASED_CACHE}'")
+        except duckdb.Error:
+            pass  # more than that is in use (pinned): nothing is lost by keeping it
+        finally:
+            self.con.execute("RESET memory_limit")
 
     def one(self, sql: str, params: list[Any] | None = None) -> tuple | None:
         """The first row, reading the result to its end (DuckDB wants results finished)."""
