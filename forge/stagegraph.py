@@ -86,7 +86,6 @@ class WorkflowRunner:
         self.progress = progress
         self.results: dict[str, NodeResult] = {}
         self._stage_shown: str | None = None
-        self._stage_entered: str | None = None
 
     # -- what a track overrides -----------------------------------------------------------
 
@@ -233,9 +232,6 @@ class WorkflowRunner:
             self._stage_shown = stage
 
     def _timed(self, stage: str, fn: Callable[[BuildState], dict[str, Any]], state: BuildState) -> dict[str, Any]:
-        if stage != self._stage_entered:  # what the store cached for the last stage is room this one needs
-            self.store.release_memory()
-            self._stage_entered = stage
         t0 = time.perf_counter()
         update = fn(state)
         seconds = dict(state.get("stage_seconds") or {})

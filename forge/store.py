@@ -356,11 +356,12 @@ class Store(BlobStore):
 
     def release_memory(self) -> None:
         """Hand back the table blocks DuckDB keeps after reading them; they are read from the file
-        again when needed. DuckDB keeps them up to its memory limit (most of the machine's memory),
-        so between a build's stages its cache holds what the last stage read (200 MB at 10,000
-        items), room the next stage needs more. Lowering the limit evicts them; the limit then
-        returns to DuckDB's default (the store sets none; the limit it reports is rounded, so it
-        cannot be set back from that)."""
+        again when needed. DuckDB keeps them up to its memory limit (most of the machine's memory):
+        200 MB at 10,000 items by the end of a build. A build hands them back where it needs the
+        room more (the assessment, the final write at close) and keeps them elsewhere: reading
+        them again costs a stage that queries the store throughout about a second. Lowering the
+        limit evicts them; the limit then returns to DuckDB's default (the store sets none; the
+        limit it reports is rounded, so it cannot be set back from that)."""
         try:
             self.con.execute(f"SET memory_limit = '{RELEASED_CACHE}'")
         except duckdb.Error:
