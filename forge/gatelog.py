@@ -11,6 +11,8 @@ from typing import Any
 from forge.keys import GateId
 from forge.store import Batch, now
 
+_DETAILS = json.JSONEncoder(sort_keys=True, default=str)  # as json.dumps(..., sort_keys=True, default=str)
+
 
 @dataclass
 class GateLog:
@@ -46,7 +48,7 @@ class GateLog:
 
     def flush(self, store) -> None:
         batch = Batch()
-        for r in self.rows.values():
-            batch.add("gate_decisions", (*r[:6], json.dumps(r[6] or {}, sort_keys=True, default=str), r[7]))
+        for r in self.rows.values():  # most decisions have no details: "{}" without the encoder
+            batch.add("gate_decisions", (*r[:6], _DETAILS.encode(r[6]) if r[6] else "{}", r[7]))
         store.execute("DELETE FROM gate_decisions WHERE build_id = ?", [self.build_id])
         store.write(batch)
