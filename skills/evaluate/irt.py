@@ -278,7 +278,7 @@ def item_step(panel: Panel, theta: np.ndarray, a: np.ndarray, beta: np.ndarray,
         g_a, g_b = _item_grad_hess(panel, theta, s, u, v, hessian=False)
         return float(f), np.concatenate([g_a.ravel(), g_b.ravel()])
 
-    from scipy.optimize import minimize  # imported on use: the default fit never needs it
+    from scipy.optimize import minimize  # imported on use: the bootstrap's Newton solver never needs it
 
     out = minimize(joint, np.concatenate([a.ravel(), beta.ravel()]), jac=True, method="L-BFGS-B",
                    tol=s.item_tol, options={"maxiter": s.item_maxiter})
