@@ -114,7 +114,7 @@ def assess(ctx: SkillContext, package: Package) -> list[Package]:
         order = {m["model"]: k for k, m in enumerate(panel["members"])}
         rows.sort(key=lambda r: (order[r["model"]], r["item_id"]))
         add(PANEL_FILE, _json(panel), folder)
-        add(RESPONSES_FILE, response_lines(rows))  # gate F and the report are given the rows
+        add(RESPONSES_FILE, response_lines(rows))  # not into the folder: gate F and the report take what follows
         add(BUILD_FILE, _json(p.build), folder)
         scores, results = panel_scores(folder, rows, listed), model_results(panel, rows, listed)
         del rows  # gate F and the report need only these two: the bootstrap gets the records' room
