@@ -33,12 +33,10 @@ def bayes_cross_check(folder: Path, epochs: int = 1000) -> dict[str, Any]:
     import numpy as np
 
     from forge_skills.evaluate import cross_check, fit_2pl, fit_py_irt
-    from forge_skills.package.panel import read_responses, score_matrix
-    from forge_skills.package.report_data import PANEL_FILE, RESPONSES_FILE, item_rows
+    from forge_skills.package.report_data import panel_scores
 
-    panel = json.loads((folder / PANEL_FILE).read_text())
-    models = [m["model"] for m in panel["members"]]
-    y = score_matrix(models, [r["id"] for r in item_rows(folder)], read_responses((folder / RESPONSES_FILE).read_bytes()))
+    scores = panel_scores(folder)
+    models, y = scores.models, scores.y
     fit, bayes = fit_2pl(y), fit_py_irt(y, epochs=epochs, seed=0)
     check = cross_check(fit, bayes)
     return {"backend": "py-irt", "priors": bayes.priors, "epochs": bayes.epochs,
