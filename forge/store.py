@@ -222,6 +222,36 @@ class BlobStore:
             self._intact.add(digest)
         return intact
 
+    # -- memos: results of pure computations, by a digest of their inputs --------------------
+
+    def memo_path(self, key: str) -> Path:
+        return self.root / "memo" / key
+
+    def get_memo(self, key: str) -> bytes | None:
+        """A memo written by :meth:`put_memo`, or None. A memo is a cache: a reader must give
+        the same results without it, so a missing, unreadable or damaged one is no error."""
+        try:
+            stored = self.memo_path(key).read_bytes()
+        except OSError:
+            return None
+        check, _, data = stored.partition(b"\n")  # the digest of what follows, then the memo
+        return data if check.decode("ascii", "replace") == bytes_digest(data) else None
+
+    def put_memo(self, key: str, data: bytes) -> None:
+        """Write a memo at once in whole (a reader never sees part of one), after its digest."""
+        data = bytes_digest(data).encode() + b"\n" + data
+        path = self.memo_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            os.fchmod(fd, 0o666 & ~_UMASK)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
     def put_png(self, rgb: np.ndarray) -> str:
         from PIL import Image
 

@@ -82,6 +82,23 @@ def test_template_edit_rebuilds_only_that_template(tmp_path):
     kept = [p for p in (package / "media").iterdir() if p.name in inodes]
     assert kept and all(p.stat().st_ino == inodes[p.name] for p in kept)
     assert verify_package(package) == []
+    # The panel answered the unchanged items from the memo of the first assessment: its records
+    # are those a panel with no memo gives.
+    assert _panel_records(package) == _shipped_panel_records(package)
+
+
+def _panel_records(package: Path) -> list[dict]:
+    from forge.evaluation import load_package
+    from forge.evaluation.solvers import DEFAULT_PANEL
+    from forge_skills.package.panel import solver_responses
+
+    _, rows = solver_responses(load_package(package), DEFAULT_PANEL)
+    return sorted(rows, key=lambda r: (r["model"], r["item_id"]))
+
+
+def _shipped_panel_records(package: Path) -> list[dict]:
+    rows = [json.loads(line) for line in (package / "evaluation" / "responses.jsonl").read_text().splitlines()]
+    return sorted((r for r in rows if r["simulated"]), key=lambda r: (r["model"], r["item_id"]))
 
 
 def test_rebuild_from_template_forces_its_subtree_only(built, tmp_path):

@@ -183,7 +183,14 @@ class RandomSolver:
     label = "simulated: uniform random guess"
 
     def answer(self, items: Sequence[Mapping[str, Any]], context: SolverContext) -> dict[str, str]:
-        return {it["id"]: self._one(it, _rng(self.seed, "random", it["id"])) for it in items}
+        out, memo = {}, context.memo
+        for it in items:  # a guess depends on the item alone
+            key = ("random", self.seed, it["id"])
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = self._one(it, _rng(self.seed, "random", it["id"]))
+            out[it["id"]] = found
+        return out
 
     @staticmethod
     def _one(item: Mapping[str, Any], rng: random.Random) -> str:
@@ -280,7 +287,14 @@ class TextSolver:
     label: str = "simulated: text-only heuristic (no images)"
 
     def answer(self, items: Sequence[Mapping[str, Any]], context: SolverContext) -> dict[str, str]:
-        return {it["id"]: self._one(it) for it in items}
+        out, memo = {}, context.memo
+        for it in items:  # a reading of the item's words alone
+            key = ("text", it["id"])
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = self._one(it)
+            out[it["id"]] = found
+        return out
 
     @staticmethod
     def _one(item: Mapping[str, Any]) -> str:

@@ -68,7 +68,12 @@ class IrtDiagnosis:
     format: str = FORMAT
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The record's fields (sharing its lists: ``asdict`` would copy a hundred thousand
+        numbers one by one)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.bootstrap is not None:
+            out["bootstrap"] = {f.name: getattr(self.bootstrap, f.name) for f in fields(self.bootstrap)}
+        return out
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)

@@ -23,6 +23,7 @@ from forge.skills import SkillContext, skill
 from forge_skills.evaluate.bootstrap import BOOTSTRAP_SEED
 from forge_skills.package import exports
 from forge_skills.package.oe_package import module_name
+from forge.evaluation import item_memo
 from forge.evaluation.solvers import DEFAULT_PANEL
 from forge_skills.package.episode_panel import DEFAULT_AGENTS, EPISODES_FILE, episode_responses, is_task_package
 from forge_skills.package.panel import matrix_problems, response_lines, solver_responses
@@ -94,7 +95,10 @@ def assess(ctx: SkillContext, package: Package) -> list[Package]:
             from forge.evaluation import load_package
 
             pkg = load_package(folder)
+            memo = item_memo.memo_key(pkg)  # the unchanged items' replies, from the last assessment
+            item_memo.load(pkg, ctx.store.get_memo(memo))
             solvers, rows = solver_responses(pkg, p.panel)
+            ctx.store.put_memo(memo, item_memo.dump(pkg, (it["id"] for it in pkg.items)))
             members = [asdict(m) for m in solvers]
             mod = module_name(package.name)
             add(exports.TASK_FILE, exports.inspect_task(mod))

@@ -18,7 +18,7 @@ from forge.evaluation.solvers import DEFAULT_PANEL
 from forge.verify import verify_package
 from forge_skills.evaluate.classical import spearman
 from forge_skills.package import exports
-from forge_skills.package.panel import matrix_problems, response_lines
+from forge_skills.package.panel import matrix_holds, matrix_problems, read_responses, response_lines
 from tests.browser import headless_chromium
 from tests.conftest import SMALL_INTENT
 
@@ -93,6 +93,58 @@ def test_the_response_matrix_contract_names_each_breach() -> None:
     assert any("no model id" in p for p in matrix_problems(members, ["a", "b"], anonymous))
     stranger = [*good, {"model": "m3", "item_id": "a", "model_reported": "m3", "valid": True, "score": 0.0}]
     assert any("not a panel member" in p for p in matrix_problems(members, ["a", "b"], stranger))
+
+
+def test_the_column_reader_of_the_matrix_agrees_with_the_record_reader(package: Path) -> None:
+    """PKG-3 reads the released records as columns; it may only say "holds" where the record
+    reader finds no breach (a breach it cannot type falls through to the record reader)."""
+    members = [{"model": "m1"}, {"model": "m2"}]
+    good = [{"model": m, "item_id": i, "model_reported": m, "valid": True, "score": 1.0}
+            for m in ("m1", "m2") for i in ("a", "b")]
+    cases = {
+        "good": good, "missing": good[:3], "twice": good + good[:1],
+        "twice in place of another": [*good[:3], good[0]],
+        "invalid scored": [dict(good[0], valid=False), *good[1:]],
+        "anonymous": [dict(good[0], model_reported=""), *good[1:]],
+        "no attribution": [{k: v for k, v in good[0].items() if k != "model_reported"}, *good[1:]],
+        "stranger in place": [*good[:3], dict(good[3], model="m3")],
+        "unlisted item": [*good[:3], dict(good[3], item_id="c")],
+        "above one": [dict(good[0], score=1.5), *good[1:]],
+        "not a number": [dict(good[0], score=float("nan")), *good[1:]],
+        "score as text": [dict(good[0], score="1"), *good[1:]],
+        "integer score": [dict(good[0], score=1), *good[1:]],
+    }
+    for name, rows in cases.items():
+        data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+        expected = matrix_problems(members, ["a", "b"], read_responses(data)) == []
+        assert matrix_holds(members, ["a", "b"], data) == expected, name
+    assert not matrix_holds(members, ["a", "b"], b"not json\n")
+    assert matrix_holds(members, ["a", "b"], b"\n".join(json.dumps(r).encode() for r in good) + b"\n\n")
+    panel = json.loads((package / "evaluation/panel.json").read_text())
+    items = [r["id"] for r in _rows(package / "items.jsonl")]
+    assert matrix_holds(panel["members"], items, (package / "evaluation/responses.jsonl").read_bytes())
+
+
+def test_the_item_memo_changes_no_record(package: Path, tmp_path: Path) -> None:
+    """Replies and readings read back from an earlier assessment's memo are those computed
+    afresh, whichever items the memo covers; a damaged memo is no memo."""
+    from forge.evaluation import item_memo, load_package
+    from forge.store import BlobStore
+    from forge_skills.package.panel import solver_responses
+
+    cold = load_package(package)
+    _, fresh = solver_responses(cold, DEFAULT_PANEL)
+    ids = [it["id"] for it in cold.items]
+    for covered in (ids, ids[::3]):  # all the items, or a third of them (the rest changed)
+        store = BlobStore(tmp_path / f"store-{len(covered)}")
+        store.put_memo(item_memo.memo_key(cold), item_memo.dump(cold, covered))
+        warm = load_package(package)
+        assert item_memo.load(warm, store.get_memo(item_memo.memo_key(warm))) > len(covered)
+        assert solver_responses(warm, DEFAULT_PANEL)[1] == fresh
+    path = store.memo_path(item_memo.memo_key(cold))
+    path.write_bytes(path.read_bytes().replace(b'"', b"'", 7))  # parseable no longer
+    assert store.get_memo(item_memo.memo_key(cold)) is None
+    assert item_memo.load(load_package(package), b"{not json") == 0
 
 
 def test_response_lines_are_what_the_json_encoder_writes(package: Path) -> None:
