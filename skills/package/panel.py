@@ -132,42 +132,6 @@ def matrix_problems(members: Sequence[dict[str, Any]], item_ids: Sequence[str],
     return problems
 
 
-def matrix_holds(members: Sequence[dict[str, Any]], item_ids: Sequence[str], data: bytes) -> bool:
-    """Whether ``evaluation/responses.jsonl`` (``data``) keeps the response-matrix contract, read
-    as columns: a hundred thousand records in a tenth of a second, where reading them one at a
-    time takes half a second. False means only "not shown here": :func:`matrix_problems` then
-    reads the records one by one and says what is wrong (a record this reader cannot type, such
-    as a score given as text, also lands there)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.json as pj
-
-    models = [m.get("model") if isinstance(m, dict) else None for m in members]
-    if (not all(isinstance(v, str) for v in [*models, *item_ids]) or len(set(models)) != len(models)
-            or len(set(item_ids)) != len(item_ids)):
-        return False
-    schema = pa.schema([("model", pa.string()), ("model_reported", pa.string()), ("item_id", pa.string()),
-                        ("valid", pa.bool_()), ("score", pa.float64())])
-    try:
-        table = pj.read_json(io.BytesIO(data), parse_options=pj.ParseOptions(
-            explicit_schema=schema, unexpected_field_behavior="ignore"))
-    except pa.ArrowException:  # not JSON lines, or a field of another type
-        return False
-    if table.num_rows != len(models) * len(item_ids) or any(table[c].null_count for c in schema.names):
-        return False
-    score, valid = table["score"], table["valid"]
-    holds = [pc.is_in(table["model"], value_set=pa.array(models, pa.string())),
-             pc.is_in(table["item_id"], value_set=pa.array(list(item_ids), pa.string())),
-             pc.greater(pc.utf8_length(table["model_reported"]), 0),
-             pc.and_(pc.greater_equal(score, 0.0), pc.less_equal(score, 1.0)),
-             pc.or_(valid, pc.equal(score, 0.0))]
-    if not all(pc.all(h).as_py() for h in holds):
-        return False
-    # Every row a member's answer to a released item and as many rows as pairs: complete exactly
-    # when no pair is answered twice.
-    return table.group_by(["model", "item_id"]).aggregate([]).num_rows == table.num_rows
-
-
 def score_matrix(models: Sequence[str], item_ids: Sequence[str], rows: Iterable[dict[str, Any]]) -> np.ndarray:
     """models x items scores; a partial score (ordered lists, numbers) counts as correct from 0.5
     up, so the matrix is the 0/1 one a 2PL model fits."""

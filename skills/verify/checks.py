@@ -596,7 +596,7 @@ def response_matrix_complete(pkg: Package, ctx: CheckContext) -> Outcome:
     attributed to a model id and scored in [0, 1], an invalid one scored 0."""
     import json
 
-    from forge_skills.package.panel import iter_responses, matrix_holds, matrix_problems
+    from forge_skills.package.panel import iter_responses, matrix_problems
     from forge_skills.package.report_data import PANEL_FILE, RESPONSES_FILE
 
     if RESPONSES_FILE not in pkg.files:
@@ -606,10 +606,8 @@ def response_matrix_complete(pkg: Package, ctx: CheckContext) -> Outcome:
         listing, key = ("items.jsonl", "id") if "items.jsonl" in pkg.files else ("tasks.jsonl", "task_id")
         items = [json.loads(line)[key] for line in ctx.store.get_blob(pkg.files[listing]).decode().splitlines()
                  if line.strip()]
-        data = ctx.store.get_blob(pkg.files[RESPONSES_FILE])
-        if matrix_holds(panel.get("members", []), items, data):
-            return Outcome(True, "")
-        problems = matrix_problems(panel.get("members", []), items, iter_responses(data))
+        problems = matrix_problems(panel.get("members", []), items,
+                                   iter_responses(ctx.store.get_blob(pkg.files[RESPONSES_FILE])))
     except (KeyError, ValueError) as exc:
         return Outcome(False, f"panel records unreadable: {type(exc).__name__}: {exc}")
     return Outcome(not problems, "; ".join(problems[:5]))

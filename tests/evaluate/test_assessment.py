@@ -18,7 +18,7 @@ from forge.evaluation.solvers import DEFAULT_PANEL
 from forge.verify import verify_package
 from forge_skills.evaluate.classical import spearman
 from forge_skills.package import exports
-from forge_skills.package.panel import matrix_holds, matrix_problems, read_responses, response_lines
+from forge_skills.package.panel import matrix_problems, response_lines
 from tests.browser import headless_chromium
 from tests.conftest import SMALL_INTENT
 
@@ -93,36 +93,6 @@ def test_the_response_matrix_contract_names_each_breach() -> None:
     assert any("no model id" in p for p in matrix_problems(members, ["a", "b"], anonymous))
     stranger = [*good, {"model": "m3", "item_id": "a", "model_reported": "m3", "valid": True, "score": 0.0}]
     assert any("not a panel member" in p for p in matrix_problems(members, ["a", "b"], stranger))
-
-
-def test_the_column_reader_of_the_matrix_agrees_with_the_record_reader(package: Path) -> None:
-    """PKG-3 reads the released records as columns; it may only say "holds" where the record
-    reader finds no breach (a breach it cannot type falls through to the record reader)."""
-    members = [{"model": "m1"}, {"model": "m2"}]
-    good = [{"model": m, "item_id": i, "model_reported": m, "valid": True, "score": 1.0}
-            for m in ("m1", "m2") for i in ("a", "b")]
-    cases = {
-        "good": good, "missing": good[:3], "twice": good + good[:1],
-        "twice in place of another": [*good[:3], good[0]],
-        "invalid scored": [dict(good[0], valid=False), *good[1:]],
-        "anonymous": [dict(good[0], model_reported=""), *good[1:]],
-        "no attribution": [{k: v for k, v in good[0].items() if k != "model_reported"}, *good[1:]],
-        "stranger in place": [*good[:3], dict(good[3], model="m3")],
-        "unlisted item": [*good[:3], dict(good[3], item_id="c")],
-        "above one": [dict(good[0], score=1.5), *good[1:]],
-        "not a number": [dict(good[0], score=float("nan")), *good[1:]],
-        "score as text": [dict(good[0], score="1"), *good[1:]],
-        "integer score": [dict(good[0], score=1), *good[1:]],
-    }
-    for name, rows in cases.items():
-        data = "".join(json.dumps(r) + "\n" for r in rows).encode()
-        expected = matrix_problems(members, ["a", "b"], read_responses(data)) == []
-        assert matrix_holds(members, ["a", "b"], data) == expected, name
-    assert not matrix_holds(members, ["a", "b"], b"not json\n")
-    assert matrix_holds(members, ["a", "b"], b"\n".join(json.dumps(r).encode() for r in good) + b"\n\n")
-    panel = json.loads((package / "evaluation/panel.json").read_text())
-    items = [r["id"] for r in _rows(package / "items.jsonl")]
-    assert matrix_holds(panel["members"], items, (package / "evaluation/responses.jsonl").read_bytes())
 
 
 def test_the_item_memo_changes_no_record(package: Path, tmp_path: Path) -> None:
