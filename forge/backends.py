@@ -8,10 +8,12 @@ process, or in worker processes that exit when their driver dies, however it die
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 import traceback
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
@@ -20,6 +22,8 @@ from forge.errors import SkillExecutionError
 from forge.invocation import Invocation
 from forge.skills import Output, SkillContext, SkillSpec
 from forge.store import BlobError, BlobStore, now
+
+IN_FLIGHT_PER_WORKER = 32  # invocations handed to the pool ahead of their results, per worker
 
 
 @dataclass
@@ -78,14 +82,17 @@ class ProcessPoolBackend:
 
             self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=exit_with_parent, initargs=(os.getpid(),))
-        futures = []
-        for inv in todo:
-            payload = {k: ([self._typed(a) for a in v] if isinstance(v, list) else self._typed(v))
-                       for k, v in inv.inputs.items()}
-            futures.append((inv, now(), self._pool.submit(
-                worker_execute, inv.node.skill.name, inv.params, inv.seed_key or inv.run_key, self.store_root,
-                payload, inv.inputs)))
-        for inv, started, fut in futures:
+        # A window of invocations in flight, not the whole batch: each waiting one holds its
+        # inputs' content (eleven thousand items' bindings would hold a hundred megabytes).
+        waiting = iter(todo)
+        in_flight: deque[tuple[Invocation, Any, Future]] = deque()
+        for inv in itertools.islice(waiting, max(2, self.workers * IN_FLIGHT_PER_WORKER)):
+            in_flight.append(self._submit(inv))
+        while in_flight:
+            inv, started, fut = in_flight.popleft()
+            following = next(waiting, None)
+            if following is not None:
+                in_flight.append(self._submit(following))
             try:
                 raw, blobs = fut.result()
                 outputs = [Output(content_type(t).model_validate(c), k, m) for t, c, k, m in raw]
@@ -93,6 +100,13 @@ class ProcessPoolBackend:
             except Exception as exc:
                 yield Executed(inv, [], describe_error(inv, exc), started, now(),
                                blob_error=exc.digest if isinstance(exc, BlobError) else None)
+
+    def _submit(self, inv: Invocation) -> tuple[Invocation, Any, Future]:
+        assert self._pool is not None
+        payload = {k: ([self._typed(a) for a in v] if isinstance(v, list) else self._typed(v))
+                   for k, v in inv.inputs.items()}
+        return inv, now(), self._pool.submit(worker_execute, inv.node.skill.name, inv.params,
+                                             inv.seed_key or inv.run_key, self.store_root, payload, inv.inputs)
 
     def _typed(self, aid: str) -> tuple[str, dict[str, Any]]:
         content = self.load(aid)

@@ -193,10 +193,13 @@ class Executor:
 
     def _backend_for(self, todo: list[Invocation]) -> Backend:
         """Worker processes for skills that declare themselves parallel, when there is more than
-        one invocation and more than one worker; the driver process otherwise."""
+        one invocation and more than one worker, and enough invocations to be worth starting the
+        workers (the skill's ``pool_from``) unless they are running; the driver process otherwise."""
         spec = todo[0].node.skill if todo else None
         local = not self.executor_kind.startswith("ray")
         if spec is None or not spec.parallel or (local and (self.workers <= 1 or len(todo) <= 1)):
+            return self.inline
+        if local and self.pool is None and len(todo) < spec.pool_from:
             return self.inline
         if self.pool is None:
             if self.executor_kind.startswith("ray"):

@@ -66,6 +66,7 @@ class SkillSpec:
     applies: Callable[..., bool] | None
     description: str
     parallel: bool = False
+    pool_from: int = 2  # the fewest invocations worth starting worker processes for
 
     @property
     def module(self) -> str:
@@ -228,6 +229,7 @@ def skill(
     expand: Callable[..., list[dict[str, Any]]] | None = None,
     applies: Callable[..., bool] | None = None,
     parallel: bool = False,
+    pool_from: int = 2,
     registry: SkillRegistry | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn`` as a skill. See the module docstring for the signature rules.
@@ -236,7 +238,9 @@ def skill(
     its code version);
     ``expand(**inputs)`` yields one parameter set per invocation for the given inputs;
     ``applies(**inputs)`` skips input combinations the skill does not apply to;
-    ``parallel`` lets the executor spread invocations over worker processes.
+    ``parallel`` lets the executor spread invocations over worker processes; ``pool_from``: the
+    fewest invocations worth starting them for (a batch of a cheap skill smaller than that runs
+    in the driver unless the workers are already running).
     """
     if stage not in STAGES:
         raise DefinitionError(f"skill {name!r}: stage must be one of {STAGES}, got {stage!r}")
@@ -247,6 +251,7 @@ def skill(
             name=name, stage=stage, fn=fn, inputs=inputs, output=output, params_model=params,
             requires=tuple(requires), reads=reads, expand=expand, applies=applies,
             description=(inspect.getdoc(fn) or "").split("\n")[0], parallel=parallel,
+            pool_from=pool_from,
         )
         (registry or REGISTRY).add(spec)
         register_project_package(fn.__module__)

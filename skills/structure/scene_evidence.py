@@ -18,7 +18,7 @@ from forge.skills import SkillContext, skill
 from forge_skills.structure.appearance import ColourReading, name_referents, read_colour
 
 
-@skill("structure.rendered_evidence", stage="S3")
+@skill("structure.rendered_evidence", stage="S3", parallel=True, pool_from=100)  # about 40 ms a scene
 def rendered_evidence(ctx: SkillContext, source: SourceRecord) -> list[EvidenceRecord]:
     """Visible pixels, 2D box, centroid, median depth, colour and truncation of every object in
     every view."""

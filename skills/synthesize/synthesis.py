@@ -161,7 +161,9 @@ def presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, vi
     }
 
 
-@skill("synthesize.realize_item", stage="S4")
+# About 5 ms an item in the driver; starting two workers takes about 2 s: a one-template edit's
+# few hundred items are realized in the driver, a build's thousands by the running workers.
+@skill("synthesize.realize_item", stage="S4", parallel=True, pool_from=1000)
 def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
     """Write the question, options and visible media of one item from its binding."""
     pres = binding.presentation
