@@ -99,6 +99,7 @@ def assess(ctx: SkillContext, package: Package) -> list[Package]:
             item_memo.load(pkg, ctx.store.get_memo(memo))
             solvers, rows = solver_responses(pkg, p.panel)
             ctx.store.put_memo(memo, item_memo.dump(pkg, (it["id"] for it in pkg.items)))
+            pkg.memo.clear()  # what the panel computed is in the rows now; the rest needs the room
             members = [asdict(m) for m in solvers]
             mod = module_name(package.name)
             add(exports.TASK_FILE, exports.inspect_task(mod))
