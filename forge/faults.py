@@ -1,8 +1,10 @@
 """Fault plans: a testing seam of the engine that plants defects in a real build.
 
 A plan names, per fault, the producing skill whose outputs it corrupts, which outputs (a
-rate drawn from the output's identity, and field filters), and a registered mutator. Faults
-apply only to first productions, never to repair invocations. A planted artifact gets an id
+rate drawn from the output's identity, field filters and a limit), and a registered mutator. An
+output carries one planted defect at most (the first fault of the plan that applies to it), so
+its diagnosis names the defect planted. Faults apply only to first productions, never to repair
+invocations. A planted artifact gets an id
 of its own and its run records the plan, so planted artifacts never masquerade as clean
 ones: a build under another plan (or none) executes that run again.
 """
@@ -72,6 +74,8 @@ class FaultPlan:
             for out in outputs:
                 if fault.limit is not None and self._counts.get(i, 0) >= fault.limit:
                     break
+                if "fault" in out.metadata:  # one planted defect per output: its diagnosis names it
+                    continue
                 if any(getattr(out.content, k, None) != v for k, v in fault.where.items()):
                     continue
                 draw = int(digest(fault.seed, fault.kind, inv.run_key, out.key, length=8), 16) / 16 ** 8
