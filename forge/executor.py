@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from forge.artifact_types import ArtifactContent, content_type
 from forge.backends import Backend, InlineBackend, ProcessPoolBackend, run_inline
@@ -93,10 +93,18 @@ class Executor:
         for aid, art in self.store.artifacts(missing).items():
             self._cache[aid] = content_type(art.type).model_validate(art.content)
 
-    def forget(self) -> None:
-        """Drop the loaded artifacts (a later load reads the store again): a step over the whole
-        package needs the memory more than the cache does."""
-        self._cache.clear()
+    def holds(self, artifact_id: str) -> bool:
+        """Whether the artifact is in the driver's memory (a load reads no store)."""
+        return artifact_id in self._cache
+
+    def forget(self, ids: Iterable[str] | None = None) -> None:
+        """Drop loaded artifacts, ``ids`` or all of them (a later load reads the store again): a
+        step over the whole package needs the memory more than the cache does."""
+        if ids is None:
+            self._cache.clear()
+        else:
+            for aid in ids:
+                self._cache.pop(aid, None)
 
     def remember(self, aid: str, content: ArtifactContent) -> None:
         """An artifact just produced, as a later build would load it from the store."""

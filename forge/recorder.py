@@ -121,7 +121,8 @@ class Recorder:
                 payload = canonical_json(out.content.model_dump(mode="json"))
                 # Downstream sees exactly what a later build would load from the store.
                 out.content = type(out.content).model_validate_json(payload)
-                self.driver.remember(aid, out.content)
+                if spec.keep_outputs:
+                    self.driver.remember(aid, out.content)
                 prior = None
                 if inv.repair:
                     prior = inv.repair.get("priors", {}).get(out.key) or inv.repair.get("prior")

@@ -67,6 +67,7 @@ class SkillSpec:
     description: str
     parallel: bool = False
     pool_from: int = 2  # the fewest invocations worth starting worker processes for
+    keep_outputs: bool = True  # outputs stay in the driver's memory for the steps that read them next
 
     @property
     def module(self) -> str:
@@ -230,6 +231,7 @@ def skill(
     applies: Callable[..., bool] | None = None,
     parallel: bool = False,
     pool_from: int = 2,
+    keep_outputs: bool = True,
     registry: SkillRegistry | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn`` as a skill. See the module docstring for the signature rules.
@@ -240,7 +242,9 @@ def skill(
     ``applies(**inputs)`` skips input combinations the skill does not apply to;
     ``parallel`` lets the executor spread invocations over worker processes; ``pool_from``: the
     fewest invocations worth starting them for (a batch of a cheap skill smaller than that runs
-    in the driver unless the workers are already running).
+    in the driver unless the workers are already running); ``keep_outputs=False``: outputs are
+    recorded and not held in the driver's memory, for a skill whose outputs are many and mostly
+    unread (a later step loads the ones it takes from the store).
     """
     if stage not in STAGES:
         raise DefinitionError(f"skill {name!r}: stage must be one of {STAGES}, got {stage!r}")
@@ -251,7 +255,7 @@ def skill(
             name=name, stage=stage, fn=fn, inputs=inputs, output=output, params_model=params,
             requires=tuple(requires), reads=reads, expand=expand, applies=applies,
             description=(inspect.getdoc(fn) or "").split("\n")[0], parallel=parallel,
-            pool_from=pool_from,
+            pool_from=pool_from, keep_outputs=keep_outputs,
         )
         (registry or REGISTRY).add(spec)
         register_project_package(fn.__module__)

@@ -117,3 +117,35 @@ def test_a_track_that_only_names_roles_runs_on_the_default_handlers(tmp_path):
     again, state2 = run("b2")  # a second build finds every run stored
     assert {t: sorted(v) for t, v in state2["ids"].items()} == {t: sorted(v) for t, v in state["ids"].items()}
     assert again.results["collect"].executed == 0 and again.results["collect"].reused == 3
+
+
+def test_a_skill_that_keeps_no_outputs_leaves_them_in_the_store_only(tmp_path):
+    """``keep_outputs=False``: the outputs are recorded and checked, not held by the driver; a
+    later load reads them back from the store equal to what a kept run holds."""
+    from dataclasses import replace
+
+    registry = discover()
+    loaded = load_intent(write_intent(tmp_path))
+    structure = registry.get("structure.rendered_evidence")
+
+    def run(build_id: str, keep: bool):
+        nodes = [WorkflowNode("blueprint", registry.get("blueprint.from_intent"), {"intent": loaded.raw}),
+                 WorkflowNode("plan", registry.get("collect.plan_tabletop_scenes"), {},
+                              [{"scene_index": k} for k in range(2)], source=0),
+                 WorkflowNode("collect", registry.get("collect.render_scene"), {}, source=0),
+                 WorkflowNode("structure", replace(structure, keep_outputs=keep), {}, source=0)]
+        with Store(tmp_path / f"store-{keep}") as store:
+            executor = Executor(store, ContractBook.load([]), build_id, workers=1)
+            state = WorkflowRunner(validate(nodes), executor, store, Progress(enabled=False)).run()
+            ids = state["ids"]["EvidenceRecord"]
+            held = [executor.holds(i) for i in ids]
+            contents = {i: executor.load(i).model_dump(mode="json") for i in ids}
+            assert all(executor.holds(i) for i in ids)  # loaded from the store on demand
+            executor.close()
+        return ids, held, contents
+
+    kept_ids, kept_held, kept = run("b1", True)
+    ids, held, loaded_back = run("b2", False)
+    assert len(ids) == 2 and sorted(ids) == sorted(kept_ids)
+    assert all(kept_held) and not any(held)
+    assert loaded_back == kept

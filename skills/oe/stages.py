@@ -233,6 +233,8 @@ class StageRunner(WorkflowRunner):
         items_ok += r.verified
         items_bad += r.rejected
         disabled = {t for t in grey if t not in enabled}
+        # Realized: the items hold what later steps read, and a repair loads a binding it needs.
+        self.executor.forget(b for bids in plan.values() for b in bids)
         self.executor.preload(items_ok + items_bad)
         # An item a repair replaced stays replaced when a later round realizes its binding again
         # (the same invocation returns the same stored item).
