@@ -3,6 +3,11 @@
 The files are assembled in a temporary sibling folder and renamed into place, so a reader
 never sees a half-written package; an existing package whose checksums already match is
 left untouched.
+
+Beside the package, ``.<name>-<version>.files`` records each file's checksum with its size,
+inode and change times as the export left it. A file whose stat still matches is not read
+again to learn its checksum (a 10,000-item package holds half a gigabyte of media); any change
+to it, even one that restores its modification time, changes its ctime and has it re-read.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from forge.artifact_types import Package
 from forge.errors import StoreError
@@ -37,9 +42,53 @@ def is_current(target: Path, pkg: Package) -> bool:
         listed = json.loads(manifest.read_text())["files"]
     except (ValueError, KeyError):
         return False
-    if file_digest(str(manifest)) != pkg.files["manifest.json"]:
+    known = _recorded(target)
+    if _digest(target, "manifest.json", known) != pkg.files["manifest.json"]:
         return False
-    return all((target / p).exists() and file_digest(str(target / p)) == h for p, h in listed.items())
+    return all((target / p).exists() and _digest(target, p, known) == h for p, h in listed.items())
+
+
+def _record_path(target: Path) -> Path:
+    return target.parent / f".{target.name}.files"
+
+
+def _stat(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _recorded(target: Path) -> dict[str, list[Any]]:
+    """rel -> [checksum, size, inode, mtime, ctime] as the last export left the package (empty
+    when there is no readable record)."""
+    try:
+        files = json.loads(_record_path(target).read_text())["files"]
+        return {rel: v for rel, v in files.items() if isinstance(v, list) and len(v) == 5}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _digest(target: Path, rel: str, known: dict[str, list[Any]]) -> str:
+    """A package file's checksum: the recorded one while its stat is unchanged, else read."""
+    path = target / rel
+    entry = known.get(rel)
+    if entry is not None:
+        try:
+            if _stat(path) == entry[1:]:
+                return str(entry[0])
+        except OSError:
+            pass
+    return file_digest(str(path))
+
+
+def _write_record(target: Path, pkg: Package) -> None:
+    """Record what the package's files are now (each was checked against its checksum as it landed)."""
+    record = _record_path(target)
+    tmp = record.with_name(record.name + f".{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps({"files": {rel: [h, *_stat(target / rel)] for rel, h in sorted(pkg.files.items())}}))
+        os.replace(tmp, record)
+    except OSError:  # without it the next export reads the files again: slower, never wrong
+        tmp.unlink(missing_ok=True)
 
 
 def _listed(target: Path) -> dict[str, str]:
@@ -65,6 +114,8 @@ def export(blobs: BlobStore, pkg: Package, out_root: Path,
     target = package_dir(out_root, pkg)
     with _exclusive(out_root / f".{target.name}.lock"):
         if is_current(target, pkg):
+            if not _record_path(target).exists():
+                _write_record(target, pkg)
             return target, False
         remove_stale_temp(out_root, f".tmp-{target.name}-")
         remove_stale_temp(out_root, f".old-{target.name}-")
@@ -77,8 +128,10 @@ def export(blobs: BlobStore, pkg: Package, out_root: Path,
                     os.replace(target / kept, tmp / kept)
             if target.exists():
                 os.replace(target, old)
+            _record_path(target).unlink(missing_ok=True)  # the files it describes are about to go
             os.replace(tmp, target)
             shutil.rmtree(old, ignore_errors=True)
+            _write_record(target, pkg)
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise StoreError(f"{target}: cannot write the package ({exc.strerror or exc})",
@@ -91,7 +144,7 @@ def export(blobs: BlobStore, pkg: Package, out_root: Path,
 
 def _assemble(blobs: BlobStore, pkg: Package, target: Path, tmp: Path,
               recreate: Callable[[str], bool] | None) -> None:
-    previous = _listed(target)
+    previous, known = _listed(target), _recorded(target)
     for rel, digest in sorted(pkg.files.items()):
         dest = tmp / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -99,7 +152,7 @@ def _assemble(blobs: BlobStore, pkg: Package, target: Path, tmp: Path,
         # folder goes away after the swap). Never linked from the store: editing a released
         # file must not alter the store's blobs.
         old_file = target / rel
-        if previous.get(rel) == digest and old_file.is_file() and file_digest(str(old_file)) == digest:
+        if previous.get(rel) == digest and old_file.is_file() and _digest(target, rel, known) == digest:
             try:
                 os.link(old_file, dest)
                 continue

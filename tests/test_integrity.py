@@ -74,6 +74,30 @@ def test_a_changed_package_file_is_replaced_on_the_next_build(built, tmp_path):
     assert "intact" in good.stdout
 
 
+def test_an_edit_that_restores_the_modification_time_is_still_found(built, tmp_path):
+    """The export's record beside the package spares re-reading unchanged files; an edit that
+    keeps the size and puts the modification time back still changes the ctime, so the file is
+    read again, found changed and replaced."""
+    import os
+
+    b = copy_build(built, tmp_path)
+    run_build(b["intent"], b["store"], b["out"])
+    pkg = b["out"] / b["reference"].name
+    record = json.loads((b["out"] / f".{pkg.name}.files").read_text())["files"]
+    listed = json.loads((pkg / "manifest.json").read_text())["files"]
+    assert {rel: v[0] for rel, v in record.items()} == {**listed, "manifest.json": file_digest(str(pkg / "manifest.json"))}
+    assert run_build(b["intent"], b["store"], b["out"])["package_written"] is False  # unchanged: left alone
+    media = next(p for p in sorted((pkg / "media").iterdir()))
+    before = media.stat()
+    data = bytearray(media.read_bytes())
+    data[300] ^= 0x01
+    media.write_bytes(bytes(data))
+    os.utime(media, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert media.stat().st_mtime_ns == before.st_mtime_ns and media.stat().st_size == before.st_size
+    assert run_build(b["intent"], b["store"], b["out"])["package_written"] is True
+    assert file_digest(str(media)) == listed[str(media.relative_to(pkg))]
+
+
 def test_verify_reports_every_kind_of_package_damage_without_a_traceback(built, tmp_path):
     pkg = tmp_path / "pkg"
     shutil.copytree(built["package"], pkg)
