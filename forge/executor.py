@@ -18,7 +18,7 @@ from forge.artifact_types import ArtifactContent, content_type
 from forge.backends import Backend, InlineBackend, ProcessPoolBackend, run_inline
 from forge.contracts import CheckResult, ContractBook
 from forge.errors import SkillExecutionError
-from forge.invocation import Invocation, WorkflowNode, make_invocation
+from forge.invocation import Invocation, InvocationMaker, WorkflowNode, make_invocation
 from forge.recorder import NodeResult, Recorder, verification_row
 from forge.store import Batch, Store
 
@@ -122,7 +122,7 @@ class Executor:
         gathered = {i.name: sorted(available.get(i.type, [])) for i in spec.inputs if i.many}
         if spec.expand or spec.applies:
             self.preload([a for d in domains for a in d] + [a for v in gathered.values() for a in v])
-        module_version = spec.module_version()
+        make = InvocationMaker(node)
         out: list[Invocation] = []
         for combo in itertools.product(*domains):
             inputs: dict[str, Any] = {i.name: aid for i, aid in zip(singles, combo)}
@@ -134,8 +134,7 @@ class Executor:
                 continue
             param_sets = spec.expand(**contents) if spec.expand else (node.fanout or [{}])
             for extra in param_sets:
-                out.append(make_invocation(node, inputs, {**node.params, **extra}, module_version=module_version,
-                                           repair=repair))
+                out.append(make(inputs, {**node.params, **extra}, repair=repair))
         return out
 
     def invocation(self, node: WorkflowNode, inputs: dict[str, Any], params: dict[str, Any], *,

@@ -149,3 +149,31 @@ def test_a_skill_that_keeps_no_outputs_leaves_them_in_the_store_only(tmp_path):
     assert len(ids) == 2 and sorted(ids) == sorted(kept_ids)
     assert all(kept_held) and not any(held)
     assert loaded_back == kept
+
+
+def test_planned_run_keys_are_the_digest_of_their_parts(tmp_path):
+    """Invocations planned in bulk (parameters validated once per distinct set) have the run keys
+    one invocation made alone has: the digest of engine format, skill, code version, parameters,
+    inputs and repair."""
+    from forge import ENGINE_FORMAT_VERSION
+    from forge.codeversion import data_identity
+    from forge.invocation import make_invocation
+    from forge.keys import digest
+
+    registry = discover()
+    node = WorkflowNode("plan", registry.get("collect.plan_tabletop_scenes"), {},
+                        [{"scene_index": k} for k in range(3)] + [{"scene_index": 0}])
+    with Store(tmp_path / "store") as store:
+        executor = Executor(store, ContractBook.load([]), "b", workers=1)
+        bp = ["bp-1", "bp-2"]
+        for repair in (None, {"operator": "regenerate", "attempt": 1}):
+            invs = executor.invocations(node, {"Blueprint": bp}, repair=repair)
+            assert len(invs) == 8 and len({i.run_key for i in invs}) == 6  # the repeated set gives the same keys
+            for inv in invs:
+                spec = node.skill
+                code = digest(spec.module_version(), data_identity(spec.data_files(inv.params)))
+                parts = [ENGINE_FORMAT_VERSION, spec.name, code, inv.params, inv.inputs] + ([{"repair": repair}] if repair else [])
+                assert inv.run_key == digest(*parts, length=32)
+                alone = make_invocation(node, inv.inputs, inv.params, repair=repair)
+                assert alone.run_key == inv.run_key and alone.params == inv.params
+        executor.close()
