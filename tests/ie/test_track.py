@@ -120,9 +120,13 @@ def test_the_reference_agent_succeeds_and_a_random_one_does_not(ie_built):
     assert ref.returncode == 0, ref.stderr
     rows = json.loads(ref.stdout)["reports"][0]
     assert rows["metrics"]["overall"]["SR"] == 1.0
-    rnd = _forge("eval", str(pkg), "--agent", "random", "--json")
+    # Which actions a random agent draws depends on the task ids, and those on the code's identity:
+    # one seed over 24 tasks ranges from 1 to 5 successes, so five seeds are pooled (about 0.07).
+    seeds = [f"random:{k}" for k in range(5)]
+    rnd = _forge("eval", str(pkg), *(a for s in seeds for a in ("--agent", s)), "--json")
     assert rnd.returncode == 0, rnd.stderr
-    assert json.loads(rnd.stdout)["reports"][0]["metrics"]["overall"]["SR"] <= 0.15
+    rates = [r["metrics"]["overall"]["SR"] for r in json.loads(rnd.stdout)["reports"]]
+    assert len(rates) == len(seeds) and sum(rates) / len(rates) <= 0.15, rates
 
 
 PLANTED = {"ie_instruction_mismatch": "candidate_resynthesis", "ie_placeholder_instruction": "local_field_repair",
