@@ -82,7 +82,8 @@ class HouseholdEnv:
     def valid_actions(self, agent: int = 0) -> list[Action]:
         """Grounded actions that would change something now (no-ops a lenient scene allows are left out)."""
         world, rules = self._world(), self._world().scene.rules
-        return [a for a in self.candidate_actions(agent) if act.check(world, a, rules)[0] == "ok"]
+        with world.unchanged():
+            return [a for a in self.candidate_actions(agent) if act.check_grounded(world, a, rules)[0] == "ok"]
 
     def step(self, action: Action) -> StepResult:
         world = self._world()
@@ -99,7 +100,8 @@ class HouseholdEnv:
     def observation(self, agent: int = 0) -> Observation:
         world = self._world()
         me = world.agents[agent]
-        seen = tuple(o for o in world.order if world.exists(o) and world.visible(agent, o) and o != me.held)
+        with world.unchanged():
+            seen = tuple(o for o in world.order if world.exists(o) and world.visible(agent, o) and o != me.held)
         where = (me.location.name or f"({me.location.x:.2f}, {me.location.z:.2f})") if me.location else None
         place = "where you started; you have not moved yet" if where is None else \
             where if where.startswith("beside") else f"at {where}"

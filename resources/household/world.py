@@ -8,6 +8,8 @@ on what lies within AI2-THOR's interaction distance of it, in front of it.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +79,7 @@ class World:
         self.spawned = spawned
         self._children: dict[str, list[str]] | None = None
         self.memo: dict[str, Any] = {}  # derived views a caller caches; cleared when containment changes
+        self._queries: dict[tuple[str, Any], Any] | None = None  # set only inside unchanged()
 
     @classmethod
     def from_scene(cls, scene: Scene, start: Pose | None = None) -> World:
@@ -95,6 +98,19 @@ class World:
     def copy(self) -> World:
         return World(self.scene, {k: dict(v) for k, v in self.dyn.items()}, list(self.order),
                      [Agent(a.location, a.held) for a in self.agents], dict(self.spawned))
+
+    @contextmanager
+    def unchanged(self) -> Iterator[World]:
+        """Memoize holder, enclosure and reach queries for a block that only reads the world (a
+        legality scan checks a few hundred candidate actions against one state)."""
+        if self._queries is not None:
+            yield self
+            return
+        self._queries = {}
+        try:
+            yield self
+        finally:
+            self._queries = None
 
     # ---- lookups
     def record(self, oid: str) -> dict[str, Any]:
@@ -142,6 +158,15 @@ class World:
 
     def closed_around(self, oid: str) -> str | None:
         """The nearest closed openable receptacle enclosing the object, if any."""
+        memo = self._queries
+        if memo is None:
+            return self._closed_around(oid)
+        key = ("closed", oid)
+        if key not in memo:
+            memo[key] = self._closed_around(oid)
+        return memo[key]
+
+    def _closed_around(self, oid: str) -> str | None:
         for anc in self.ancestors(oid):
             if self.can(anc, "openable") and not self.dyn[anc]["isOpen"]:
                 return anc
@@ -149,13 +174,35 @@ class World:
 
     def holder(self, oid: str) -> int | None:
         """Which agent carries the object (in hand, or inside what it holds)."""
-        chain = [oid, *self.ancestors(oid)]
-        for i, agent in enumerate(self.agents):
-            if agent.held in chain:
-                return i
+        memo = self._queries
+        if memo is None:
+            return self._holder(oid)
+        key = ("holder", oid)
+        if key not in memo:
+            memo[key] = self._holder(oid)
+        return memo[key]
+
+    def _holder(self, oid: str) -> int | None:
+        held = {a.held: i for i, a in reversed(list(enumerate(self.agents))) if a.held is not None}
+        if not held:
+            return None
+        node: str | None = oid
+        while node is not None:  # the object itself, then its ancestors
+            if node in held:
+                return held[node]
+            node = self.dyn[node]["parent"]
         return None
 
     def in_reach(self, agent: int, oid: str) -> bool:
+        memo = self._queries
+        if memo is None:
+            return self._in_reach(agent, oid)
+        key = ("reach", (agent, oid))
+        if key not in memo:
+            memo[key] = self._in_reach(agent, oid)
+        return memo[key]
+
+    def _in_reach(self, agent: int, oid: str) -> bool:
         if self.holder(oid) == agent:
             return True
         pose = self.agents[agent].location
@@ -208,6 +255,10 @@ class World:
     def metadata(self, agent: int = 0, only: set[str] | None = None) -> list[dict[str, Any]]:
         """Every object (or those in ``only``) as AI2-THOR metadata, as seen by ``agent``; fields
         nothing changed stay as loaded."""
+        with self.unchanged():
+            return self._metadata(agent, only)
+
+    def _metadata(self, agent: int, only: set[str] | None) -> list[dict[str, Any]]:
         pose = self.agents[agent].location if self.agents else None
         out = []
         for oid in self.order:

@@ -100,6 +100,24 @@ def test_valid_actions_are_exactly_those_that_succeed():
         assert env.step(action).valid == (action in valid), action
 
 
+def test_the_memoized_legality_scan_agrees_with_stepping_along_a_random_walk():
+    """valid_actions memoizes reach, holder and enclosure for one state; stepping does not. Along
+    a walk that picks things up, puts them in receptacles and opens and slices, they agree."""
+    import random
+
+    env, rng = HouseholdEnv(tiny_kitchen()), random.Random(7)
+    held_seen = 0
+    for _ in range(25):
+        state, valid = env.get_state(), env.valid_actions()
+        for action in env.candidate_actions():
+            env.set_state(state)
+            assert env.step(action).valid == (action in valid), action
+        env.set_state(state)
+        env.step(rng.choice(valid))
+        held_seen += env.world.agents[0].held is not None
+    assert held_seen > 0
+
+
 def test_one_object_in_hand_and_receptacles_follow_alfred_constraints():
     env = HouseholdEnv(tiny_kitchen())
     run(env, ("GotoObject", APPLE), ("PickupObject", APPLE))
