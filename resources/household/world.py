@@ -8,7 +8,7 @@ on what lies within AI2-THOR's interaction distance of it, in front of it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -79,7 +79,7 @@ class World:
         self.spawned = spawned
         self._children: dict[str, list[str]] | None = None
         self.memo: dict[str, Any] = {}  # derived views a caller caches; cleared when containment changes
-        self._queries: dict[tuple[str, Any], Any] | None = None  # set only inside unchanged()
+        self._queries: dict[tuple[Any, ...], Any] | None = None  # set only inside unchanged()
 
     @classmethod
     def from_scene(cls, scene: Scene, start: Pose | None = None) -> World:
@@ -111,6 +111,14 @@ class World:
             yield self
         finally:
             self._queries = None
+
+    def _memoized(self, key: tuple[Any, ...], compute: Callable[..., Any], *args: Any) -> Any:
+        memo = self._queries
+        if memo is None:
+            return compute(*args)
+        if key not in memo:
+            memo[key] = compute(*args)
+        return memo[key]
 
     # ---- lookups
     def record(self, oid: str) -> dict[str, Any]:
@@ -158,13 +166,7 @@ class World:
 
     def closed_around(self, oid: str) -> str | None:
         """The nearest closed openable receptacle enclosing the object, if any."""
-        memo = self._queries
-        if memo is None:
-            return self._closed_around(oid)
-        key = ("closed", oid)
-        if key not in memo:
-            memo[key] = self._closed_around(oid)
-        return memo[key]
+        return self._memoized(("closed", oid), self._closed_around, oid)
 
     def _closed_around(self, oid: str) -> str | None:
         for anc in self.ancestors(oid):
@@ -174,16 +176,10 @@ class World:
 
     def holder(self, oid: str) -> int | None:
         """Which agent carries the object (in hand, or inside what it holds)."""
-        memo = self._queries
-        if memo is None:
-            return self._holder(oid)
-        key = ("holder", oid)
-        if key not in memo:
-            memo[key] = self._holder(oid)
-        return memo[key]
+        return self._memoized(("holder", oid), self._holder, oid)
 
     def _holder(self, oid: str) -> int | None:
-        held = {a.held: i for i, a in reversed(list(enumerate(self.agents))) if a.held is not None}
+        held = {a.held: i for i, a in enumerate(self.agents) if a.held is not None}  # one hand per object
         if not held:
             return None
         node: str | None = oid
@@ -194,13 +190,7 @@ class World:
         return None
 
     def in_reach(self, agent: int, oid: str) -> bool:
-        memo = self._queries
-        if memo is None:
-            return self._in_reach(agent, oid)
-        key = ("reach", (agent, oid))
-        if key not in memo:
-            memo[key] = self._in_reach(agent, oid)
-        return memo[key]
+        return self._memoized(("reach", agent, oid), self._in_reach, agent, oid)
 
     def _in_reach(self, agent: int, oid: str) -> bool:
         if self.holder(oid) == agent:
