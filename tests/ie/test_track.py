@@ -227,14 +227,17 @@ def test_gate_e_runs_the_agents_and_verify_recomputes_the_report(ie_built, tmp_p
     report = json.loads((pkg / "report.json").read_text())
     agents = {a["agent"]: a for a in report["episodes"]["agents"]}
     assert set(agents) == {"reference", "random:1", "greedy"} and all(a["simulated"] for a in agents.values())
-    assert agents["reference"]["sr"] == 1.0 and agents["random:1"]["sr"] < 0.2
+    # one random seed over 24 tasks succeeds 1 to 5 times, as the task ids change with the code
+    assert agents["reference"]["sr"] == 1.0 and agents["random:1"]["sr"] < 0.3
     assert agents["reference"]["episodes"] == 24 and agents["reference"]["eqa"] > agents["random:1"]["eqa"]
     rows = [json.loads(line) for line in (pkg / "evaluation" / "responses.jsonl").read_text().splitlines()]
     assert len(rows) == 3 * 24 and {r["item_id"] for r in rows} == {p.stem for p in (pkg / "tasks").glob("*.json")}
     assert report["composition"]["rows"] == "scene type" and sum(map(sum, report["composition"]["counts"])) == 24
     assert verify_package(pkg, None)["metric_problems"] == []
     forged = Path(shutil.copytree(pkg, tmp_path / pkg.name))
-    victim = next(r for r in rows if r["model"] == "random:1")
+    # a failed episode scored as a success (the random agent fails most tasks; which ones follow
+    # the task ids, which change with the code's identity)
+    victim = next(r for r in rows if r["model"] == "random:1" and r["score"] == 0.0)
     victim["score"] = 1.0
     text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
     (forged / "evaluation" / "responses.jsonl").write_text(text)
