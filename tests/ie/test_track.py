@@ -235,8 +235,7 @@ def test_gate_e_runs_the_agents_and_verify_recomputes_the_report(ie_built, tmp_p
     assert report["composition"]["rows"] == "scene type" and sum(map(sum, report["composition"]["counts"])) == 24
     assert verify_package(pkg, None)["metric_problems"] == []
     forged = Path(shutil.copytree(pkg, tmp_path / pkg.name))
-    # a failed episode scored as a success (the random agent fails most tasks; which ones follow
-    # the task ids, which change with the code's identity)
+    # a failed episode scored as a success (which tasks random:1 fails follows the task ids, above)
     victim = next(r for r in rows if r["model"] == "random:1" and r["score"] == 0.0)
     victim["score"] = 1.0
     text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
