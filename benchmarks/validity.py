@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ALPHA, MIN_ITEMS = 0.05, 8  # the blind gate's defaults: an excess it would flag
 SHORT = {"answer_prior": "ans", "position_prior": "pos", "longest_option": "long", "shortest_option": "short",
          "question_overlap": "ovl", "category_prior": "cat", "option_frequency": "freq", "constant_number": "const",
-         "category_number": "catnum", "bag_of_words": "bow"}
+         "category_number": "catnum", "bag_of_words": "bow", "marker_geometry": "mark"}
 
 
 def current_templates() -> dict[str, dict[str, Any]]:

@@ -70,6 +70,8 @@ class Blueprint(ArtifactContent):
     capability_sources: dict[str, list[str]] = Field(default_factory=dict, description="phrases of the intent's focus "
                                                                                          "that chose each capability")
     composition_tolerance: float = 0.05
+    difficulty: dict[str, float] = Field(default_factory=dict, description="share of items asked per difficulty "
+                                         "band (easy, medium, hard); empty: no mix asked")
     unavailable: dict[str, str] = Field(default_factory=dict, description="capabilities the sources cannot support, "
                                                                           "and why (their share goes to the others)")
 
@@ -164,6 +166,11 @@ class ViewRecord(BaseModel):
     time: float | None = None
     forward: list[float] | None = Field(None, description="unit viewing direction in the world frame")
     body_pixels: dict[str, int] = Field(default_factory=dict, description="visible pixels of each static body")
+    whole_pixels: dict[str, int] | None = Field(None, description="per object seen in the view: the pixels of its "
+                                                "whole projection inside the image, as if nothing stood in front "
+                                                "of it (None: not measured)")
+    outside_pixels: dict[str, int] | None = Field(None, description="per object the image border cuts: the "
+                                                  "pixels of its whole projection that fall outside the image")
     recipe: dict[str, Any] | None = Field(None, description="dataset file, SHA-256 and crop of a view whose pixels "
                                                             "may not be redistributed")
 
@@ -280,6 +287,13 @@ class ObjectViewFact(BaseModel):
     colour: str | None = Field(None, description="colour name its visible pixels carry in this view (None: too "
                                                  "few pixels or no clear name)")
     colour_lab: list[float] | None = Field(None, description="CIELAB of its lit surface in this view")
+    visible_share: float | None = Field(None, description="visible pixels over the pixels of the object's whole "
+                                                          "projection inside the image (rendered alone from the same "
+                                                          "camera); None where not measured")
+    contrast: float | None = Field(None, description="CIELAB distance between the object's pixels and the pixels "
+                                                     "around it (median colours): how well it stands out")
+    border_share: float | None = Field(None, description="share of the object's whole projection (rendered alone) "
+                                                         "that falls outside the image; None where not measured")
 
 
 class EvidenceObject(BaseModel):
@@ -314,6 +328,9 @@ class EvidenceView(BaseModel):
     body_pixels: dict[str, int] = Field(default_factory=dict)
     recipe: dict[str, Any] | None = Field(None, description="how to rebuild this view from a dataset file "
                                                             "that may not be redistributed")
+    intrinsics: dict[str, float] | None = Field(None, description="fx, fy, cx, cy, width, height of a calibrated view")
+    view_matrix: list[float] | None = Field(None, description="world-to-camera, column-major 4x4 (OpenGL: the "
+                                                             "camera looks along -z)")
 
 
 class EvidenceRecord(ArtifactContent):
@@ -333,6 +350,11 @@ class EvidenceRecord(ArtifactContent):
                                                              "the simulator")
     timeline: list[dict[str, Any]] | None = Field(None, description="per view of a clip: the gripper (opening, "
                                                                     "state, held object) and each object's height")
+    conventions: dict[str, Any] = Field(default_factory=dict, description="what the source states about its scenes "
+                                        "(what counts as an object, a scale reference), from its descriptor")
+    referent_rules: dict[str, Any] = Field(default_factory=dict, description="what a person needs to make out a "
+                                           "named object in this source's views (visible share, contrast, border, "
+                                           "pixels per category), from its descriptor")
 
 
 # --- S4 ---------------------------------------------------------------------------------
@@ -354,6 +376,8 @@ class Template(ArtifactContent):
     options: dict[str, Any]
     realizations: list[str]
     visibility: dict[str, Any] = Field(default_factory=dict)
+    assumptions: dict[str, str] = Field(default_factory=dict, description="conventions the key relies on -> the "
+                                                                           "sentence that states them to the model")
     media: dict[str, Any]
     scoring: dict[str, Any]
     max_per_evidence: int
@@ -378,6 +402,7 @@ class Binding(ArtifactContent):
     variant: int
     presentation: dict[str, Any] = Field(description="what realization needs: texts, option rules, media sources, markers")
     position_seed: int = Field(0, description="picks the option order; cycles over a template's bindings")
+    difficulty: str = Field("medium", description="easy, medium or hard, from the margins of its derivation")
 
     def summary(self) -> str:
         return f"{self.template} slots={self.slots} answer={self.answer}"
@@ -395,10 +420,12 @@ class OEItem(ArtifactContent):
     """An Offline-EQA item: what the model sees, and the hidden key that scores it."""
 
     VISIBLE_FIELDS: ClassVar[tuple[str, ...]] = (
-        "question", "options", "targets", "media", "response_format", "question_type", "capability",
+        "question", "options", "targets", "media", "response_format", "question_type", "capability", "instruction",
     )
 
     question: str
+    instruction: str = Field("", description="one line stating the conventions the key relies on (what counts, "
+                                             "the scale, the reach), shown with the question")
     options: list[str]
     media: list[MediaRef]
     response_format: str
@@ -420,6 +447,11 @@ class OEItem(ArtifactContent):
                                                               "are balanced within each)")
     determinant: dict[str, Any] = Field(default_factory=dict, description="what the answer is a function of: the "
                                                                           "quantity, where it is measured, the referents")
+
+    difficulty: str = Field("medium", description="easy, medium or hard, from the margins of its derivation")
+    markers: list[dict[str, Any]] = Field(default_factory=list, description="the markers as drawn: label, centre "
+                                          "(x, y as shares of the image width and height), ring radius (share of the "
+                                          "height); what a solver reading only the markers would see")
 
     def values(self) -> list[str]:
         return self.option_values or self.options

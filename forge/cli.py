@@ -510,9 +510,10 @@ def review(package: str | None, count: int, seed: int | None, out: str | None, s
            verdicts: str | None, as_json: bool) -> None:
     """Write a review page of random items of PACKAGE, or store the verdicts a reviewer saved.
 
-    A person marks each item correct, ambiguous or wrong; `--import` records the verdicts as
-    human verification records, and the next `forge build` repairs or removes the items marked
-    ambiguous or wrong and reports the accuracy people found."""
+    A person marks each item correct, ambiguous or wrong, and whether it is trivial (answerable
+    at a glance); `--import` records the verdicts as human verification records, and the next
+    `forge build` repairs or removes the items marked ambiguous or wrong and reports the accuracy
+    people found."""
     def run() -> None:
         from forge import review as rv
 
@@ -522,8 +523,8 @@ def review(package: str | None, count: int, seed: int | None, out: str | None, s
             result = rv.import_verdicts(Path(verdicts), Path(store))
             _emit(result, as_json, lambda r: click.echo(
                 f"{r['imported']} verdicts by {r['reviewer']}: {r['correct']} correct, {r['ambiguous']} ambiguous, "
-                f"{r['wrong']} wrong; {r['routed_to_repair']} item(s) go to diagnosis and repair on the next "
-                f"`forge build`"))
+                f"{r['wrong']} wrong, {r['trivial']} marked trivial; {r['routed_to_repair']} item(s) go to diagnosis "
+                f"and repair on the next `forge build`"))
             return
         if not package:
             raise UsageError("give a PACKAGE to review, or --import FILE --store DIR")

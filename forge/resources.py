@@ -13,6 +13,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from forge.errors import DefinitionError
 
 
+class ReferentRules(BaseModel):
+    """What a person needs to make out an object in a source's views (checked per named object)."""
+
+    model_config = ConfigDict(extra="forbid")
+    min_visible_share: float | None = Field(None, ge=0, le=1, description="share of the object's whole projection "
+                                                                         "that must show (not hidden by others)")
+    min_contrast: float | None = Field(None, ge=0, description="CIELAB distance from the pixels around it")
+    max_truncation: float | None = Field(None, ge=0, le=1, description="share of its projected box outside the image")
+    min_pixels: dict[str, int] = Field(default_factory=dict, description="pixels to recognise each category "
+                                                                         "('default' for the rest)")
+
+
 class ResourceDescriptor(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -28,6 +40,12 @@ class ResourceDescriptor(BaseModel):
     licence: dict[str, Any] = Field(default_factory=lambda: {"redistribute": True},
                                     description="whether collected pixels may be copied into a package, and why")
     scale: dict[str, str] = Field(description="parameter: the plan skill's unit index; field: the source's unit count")
+    conventions: dict[str, Any] = Field(default_factory=dict, description="what this source's scenes take as given, "
+                                        "stated to the model where a key relies on it: convention id -> text, or "
+                                        "{text, body, min_pixels} when a static body must be in view for it to hold "
+                                        "(a scale reference)")
+    referents: ReferentRules | None = Field(None, description="what a person needs to make out an object a "
+                                            "question names")
 
     def available(self) -> tuple[bool, str]:
         from forge.skills import module_available
@@ -41,9 +59,19 @@ class ResourceDescriptor(BaseModel):
 
 @lru_cache(maxsize=1)
 def descriptors() -> dict[str, ResourceDescriptor]:
+    return {kind: d for kind, (d, _path) in _read_descriptors().items()}
+
+
+def descriptor_files() -> dict[str, str]:
+    """Stable label -> path of every descriptor: what a skill reading descriptors depends on."""
+    return {f"descriptor:{kind}": str(path) for kind, (_d, path) in _read_descriptors().items()}
+
+
+@lru_cache(maxsize=1)
+def _read_descriptors() -> dict[str, tuple[ResourceDescriptor, Path]]:
     from forge.registry import entries
 
-    out: dict[str, ResourceDescriptor] = {}
+    out: dict[str, tuple[ResourceDescriptor, Path]] = {}
     for path in sorted(p for root in entries("resource_dir").values() for p in Path(root).glob("*.yaml")):
         raw = yaml.safe_load(path.read_text())
         if not isinstance(raw, dict) or "kind" not in raw or "workflow" not in raw:
@@ -54,7 +82,7 @@ def descriptors() -> dict[str, ResourceDescriptor]:
             d = ResourceDescriptor.model_validate(raw)
         except ValidationError as exc:
             raise DefinitionError(f"{path}: invalid resource descriptor: {exc}") from None
-        out[d.kind] = d
+        out[d.kind] = (d, path)
     return out
 
 

@@ -2,11 +2,13 @@
 ambiguous or wrong, and the import of those verdicts as verification records.
 
 ``forge review PACKAGE`` writes ``review.html`` (media embedded, no network). The reviewer marks
-each item and saves a verdicts file (JSON). ``forge review --import FILE`` stores every verdict
-as a verification record of type ``human`` (requirement HUMAN-1, reviewer and time in its
-diagnostics); items marked wrong or ambiguous are rejected, so the next ``forge build`` diagnoses
-and repairs them (ambiguous: a new realization; wrong: final rejection). The package reports
-the accuracy people found, with a Wilson 95% interval.
+each item and saves a verdicts file (JSON); beside each verdict they answer "trivial?" (answerable
+at a glance, not worth asking), independent of the verdict. ``forge review --import FILE`` stores
+every verdict as a verification record of type ``human`` (requirement HUMAN-1, reviewer, time and
+the trivial flag in its diagnostics); items marked wrong or ambiguous are rejected, so the next
+``forge build`` diagnoses and repairs them (ambiguous: a new realization; wrong: final rejection).
+The package reports the accuracy people found and the share they found trivial, each with a
+Wilson 95% interval.
 """
 
 from __future__ import annotations
@@ -109,16 +111,21 @@ def render_page(package: Path, items: list[dict[str, Any]], store: Store | None 
         options = "".join(f"<li><b>{letters[i]}</b> {html.escape(o)}</li>" for i, o in enumerate(it.get("options", [])))
         targets = "".join(f"<li><b>{j + 1}</b> {html.escape(t)}</li>" for j, t in enumerate(it.get("targets", [])))
         radios = "".join(f'<label><input type="radio" name="v-{it["id"]}" value="{v}"> {v}</label>' for v in VERDICTS)
+        # Trivial is its own question: a correct item can still be one nobody needs to think about.
+        trivial = (f'<label class="trivial"><input type="checkbox" name="t-{it["id"]}"> '
+                   f'trivial (answerable at a glance)</label>')
+        instruction = it.get("instruction")
         cards.append(f"""
 <section class="item" id="item-{it['id']}" data-id="{it['id']}">
   <h2>{k + 1}. <span class="meta">{html.escape(it.get('capability', ''))} · {html.escape(it.get('question_type', ''))}
     · {html.escape(it['key'].get('template', ''))} · {it['id'][:12]}</span></h2>
   <div class="media">{''.join(media)}</div>
+  {f'<p class="instruction">{html.escape(str(instruction))}</p>' if instruction else ''}
   <p class="question">{html.escape(it.get('question', ''))}</p>
   {'<ol class="options">' + options + '</ol>' if options else ''}
   {'<p>Targets:</p><ol class="targets">' + targets + '</ol>' if targets else ''}
   <p class="key">Key: <b>{html.escape(_key_text(it))}</b></p>
-  <div class="verdict">{radios}</div>
+  <div class="verdict">{radios}{trivial}</div>
   <textarea name="note-{it['id']}" placeholder="note (what is wrong or unclear)"></textarea>
 </section>""")
     payload = json.dumps({"format": VERDICT_FORMAT, "package": name, "items": [it["id"] for it in items]})
@@ -134,7 +141,9 @@ header {{ position: sticky; top: 0; background: #fff; border-bottom: 1px solid #
 figure {{ margin: 0; }} img {{ max-width: 100%; border: 1px solid #eee; }}
 figcaption {{ font-size: .8em; color: #666; }}
 .question {{ font-size: 1.1em; }} .key {{ background: #f4f4d0; padding: .3em .5em; display: inline-block; }}
-.verdict label {{ margin-right: 1.5em; }} textarea {{ width: 100%; min-height: 2.5em; margin-top: .4em; }}
+.instruction {{ color: #444; font-style: italic; }}
+.verdict label {{ margin-right: 1.5em; }} .verdict .trivial {{ margin-left: 1.5em; }}
+textarea {{ width: 100%; min-height: 2.5em; margin-top: .4em; }}
 .missing {{ color: #a00; }}
 </style></head>
 <body>
@@ -147,6 +156,7 @@ figcaption {{ font-size: .8em; color: #666; }}
 </header>
 <p>For each item: does the picture show what the question names, and is the key right? Mark it
 <b>correct</b>, <b>ambiguous</b> (a careful person could answer otherwise) or <b>wrong</b>, with a note.
+Tick <b>trivial</b> too when the item is answerable at a glance and not worth asking, whatever its verdict.
 Your marks are kept in this browser until you save them; then run
 <code>forge review --import verdicts.json --store STORE</code>.</p>
 {''.join(cards)}
@@ -154,12 +164,13 @@ Your marks are kept in this browser until you save them; then run
 <script>
 const data = JSON.parse(document.getElementById('review-data').textContent);
 const storeKey = 'forge-review:' + data.package;
+const trivialBox = id => document.querySelector(`input[name="t-${{id}}"]`);
 function collect() {{
   const verdicts = [];
   for (const id of data.items) {{
     const picked = document.querySelector(`input[name="v-${{id}}"]:checked`);
     const note = document.querySelector(`textarea[name="note-${{id}}"]`).value;
-    if (picked) verdicts.push({{id: id, verdict: picked.value, note: note}});
+    if (picked) verdicts.push({{id: id, verdict: picked.value, trivial: trivialBox(id).checked, note: note}});
   }}
   return verdicts;
 }}
@@ -168,7 +179,10 @@ function refresh() {{
   const done = new Set(verdicts.map(v => v.id));
   for (const id of data.items) document.getElementById('item-' + id).classList.toggle('done', done.has(id));
   document.getElementById('progress').textContent = `${{verdicts.length}} / ${{data.items.length}} reviewed`;
-  localStorage.setItem(storeKey, JSON.stringify({{reviewer: document.getElementById('reviewer').value, verdicts}}));
+  // Ticks on items not yet given a verdict are kept too, so a reload loses none.
+  const trivial = data.items.filter(id => trivialBox(id).checked);
+  localStorage.setItem(storeKey, JSON.stringify({{reviewer: document.getElementById('reviewer').value, verdicts,
+                                                 trivial}}));
 }}
 function restore() {{
   const saved = JSON.parse(localStorage.getItem(storeKey) || 'null');
@@ -179,6 +193,10 @@ function restore() {{
     if (r) r.checked = true;
     const t = document.querySelector(`textarea[name="note-${{v.id}}"]`);
     if (t) t.value = v.note || '';
+  }}
+  for (const id of saved.trivial || []) {{
+    const box = trivialBox(id);
+    if (box) box.checked = true;
   }}
 }}
 function save() {{
@@ -240,6 +258,10 @@ def read_verdicts(path: Path) -> dict[str, Any]:
         if v.get("verdict") not in VERDICTS:
             raise ReviewError(f"{path}: verdicts[{k}] ({v['id'][:12]}): verdict must be one of {list(VERDICTS)}, "
                               f"not {v.get('verdict')!r}")
+        # Absent: a file saved before the question existed (trivial unknown); present: a yes or no.
+        if "trivial" in v and not isinstance(v["trivial"], bool):
+            raise ReviewError(f"{path}: verdicts[{k}] ({v['id'][:12]}): field 'trivial' must be true or false, "
+                              f"not {v['trivial']!r}")
     return doc
 
 
@@ -261,8 +283,9 @@ def import_verdicts(path: Path, store_dir: Path) -> dict[str, Any]:
         ts = now()
         reviewed_at = str(doc.get("saved_at") or datetime.now(timezone.utc).isoformat())
         for v in verdicts:
-            diag = json.dumps({"verdict": v["verdict"], "note": v.get("note", ""), "reviewer": doc["reviewer"],
-                               "reviewed_at": reviewed_at, "package": doc.get("package")}, sort_keys=True)
+            diag = json.dumps({"verdict": v["verdict"], "trivial": v.get("trivial"), "note": v.get("note", ""),
+                               "reviewer": doc["reviewer"], "reviewed_at": reviewed_at, "package": doc.get("package")},
+                              sort_keys=True)
             batch.add("verifications", (v["id"], HUMAN_REQUIREMENT, "human", "human", "blocking",
                                         v["verdict"] == "correct", f"human:{doc['reviewer']}", diag, ts))
         store.write(batch)
@@ -270,13 +293,24 @@ def import_verdicts(path: Path, store_dir: Path) -> dict[str, Any]:
         if rejected:
             store.reject(rejected)
     counts = {k: sum(1 for v in verdicts if v["verdict"] == k) for k in VERDICTS}
-    return {"imported": len(verdicts), **counts, "reviewer": doc["reviewer"], "routed_to_repair": len(rejected),
-            "store": str(store_dir)}
+    return {"imported": len(verdicts), **counts, "trivial": sum(1 for v in verdicts if v.get("trivial") is True),
+            "reviewer": doc["reviewer"], "routed_to_repair": len(rejected), "store": str(store_dir)}
+
+
+def _trivial_share(latest: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Share of reviewed items people marked trivial, over those where they answered the question
+    (files saved before it existed leave it unknown); None where nobody answered it."""
+    answered = [r["trivial"] for r in latest if isinstance(r.get("trivial"), bool)]
+    if not answered:
+        return None
+    marked, n = sum(answered), len(answered)
+    lo, hi = wilson(marked, n)
+    return {"marked": marked, "n": n, "share": round(marked / n, 4), "ci95": [round(lo, 4), round(hi, 4)]}
 
 
 def review_summary(records: list[dict[str, Any]], released: set[str]) -> dict[str, Any]:
-    """Accuracy people found: the latest verdict per item, with a Wilson 95% interval; and the
-    same over the reviewed items still released."""
+    """Accuracy people found: the latest verdict per item, with a Wilson 95% interval; the same
+    over the reviewed items still released; and the share of reviewed items marked trivial."""
     latest: dict[str, dict[str, Any]] = {}
     for r in sorted(records, key=lambda r: (str(r.get("reviewed_at")), r["artifact_id"])):
         latest[r["artifact_id"]] = r
@@ -288,7 +322,10 @@ def review_summary(records: list[dict[str, Any]], released: set[str]) -> dict[st
     kept = [r for a, r in latest.items() if a in released]
     kept_ok = sum(1 for r in kept if r["verdict"] == "correct")
     klo, khi = wilson(kept_ok, len(kept))
+    trivial = _trivial_share(list(latest.values()))
     return {"reviewed": n, **counts, "accuracy": round(counts["correct"] / n, 4), "ci95": [round(lo, 4), round(hi, 4)],
             "reviewers": sorted({r["reviewer"] for r in latest.values()}),
             "released_reviewed": len(kept), "released_accuracy": round(kept_ok / len(kept), 4) if kept else None,
-            "released_ci95": [round(klo, 4), round(khi, 4)] if kept else None}
+            "released_ci95": [round(klo, 4), round(khi, 4)] if kept else None,
+            # Only where someone answered it, so summaries of earlier reviews keep their form.
+            **({"trivial": trivial} if trivial else {})}

@@ -504,7 +504,7 @@ class Store(BlobStore):
                                       "'human' ORDER BY checked_at").fetchall():
             d = json.loads(diag or "{}")
             out.append({"artifact_id": aid, "verdict": d.get("verdict"), "reviewer": d.get("reviewer"),
-                        "reviewed_at": d.get("reviewed_at"), "note": d.get("note", "")})
+                        "reviewed_at": d.get("reviewed_at"), "note": d.get("note", ""), "trivial": d.get("trivial")})
         return out
 
     def snapshot(self, ids: Iterable[str]) -> "StoreSnapshot":

@@ -84,6 +84,8 @@ class SceneSimulator:
         self.bodies: dict[str, int] = {}
         self.statics: dict[int, str] = {}
         self.footprints: dict[str, tuple[list[float], list[float], float]] = {}  # body name -> offset, half extents, yaw
+        self._visuals: dict[tuple[int, int], tuple[float, ...]] | None = None  # (body, link) -> its colour
+        self._shown: dict[tuple[int, int], bool] = {}
 
     def close(self) -> None:
         try:
@@ -102,6 +104,7 @@ class SceneSimulator:
     def reset_to_scene(self, spec: SceneSpec) -> None:
         p, c = self.p, self.client
         p.resetSimulation(physicsClientId=c)
+        self._visuals, self._shown = None, {}
         p.setGravity(0, 0, -9.81, physicsClientId=c)
         plane = p.loadURDF("plane.urdf", physicsClientId=c)
         self.statics = {plane: FLOOR}
@@ -217,6 +220,106 @@ class SceneSimulator:
         seg = np.reshape(np.asarray(seg, dtype=np.int32), (cam.height, cam.width))
         # The low bits hold the body id when link indices are encoded; we render without them.
         return rgb, depth, seg
+
+
+    def whole_projection_pixels(self, cam: CameraSpec, seg: np.ndarray, depth: np.ndarray
+                                ) -> dict[int, tuple[int, int]]:
+        """Body id -> (pixels of its whole projection inside the image, pixels of it outside the
+        image), as if nothing stood in front of it, for every object seen in this view (``seg``
+        and ``depth`` are the view's own render). An object nothing nearer overlaps and the image
+        border does not cut keeps its visible count; the others are rendered alone, other bodies
+        hidden, through a frustum cropped to the object's projected box, which may reach past the
+        image (the crop's pixels sample exactly the full image's)."""
+        view, proj, _ = self.camera_matrices(cam)
+        vm = np.array(view, dtype=float).reshape(4, 4, order="F")
+        pm = np.array(proj, dtype=float).reshape(4, 4, order="F")
+        seen = {int(u): int(c) for u, c in zip(*np.unique(seg, return_counts=True))}
+        out: dict[int, tuple[int, int]] = {}
+        alone: list[tuple[int, tuple[int, int, int, int]]] = []
+        for uid in self.bodies.values():
+            if seen.get(uid, 0) == 0:
+                continue
+            rect, far = self._projected_box(uid, vm, pm, cam.width, cam.height)
+            u0, v0, u1, v1 = (max(0, rect[0]), max(0, rect[1]), min(cam.width, rect[2]), min(cam.height, rect[3]))
+            window_seg, window_depth = seg[v0:v1, u0:u1], depth[v0:v1, u0:u1]
+            covers = (window_seg != uid) & (window_seg != self._floor_id()) & (window_depth < far)
+            if self._support_id(uid) is not None:
+                covers &= window_seg != self._support_id(uid)
+            cut = rect != (u0, v0, u1, v1)
+            if not covers.any() and not cut:
+                out[uid] = (seen[uid], 0)
+            else:
+                alone.append((uid, rect))
+        if alone:
+            self._show_only(None)
+            try:
+                for uid, rect in alone:
+                    self._show_only(uid)
+                    inside, outside = self._render_window(uid, rect, vm, pm, cam)
+                    out[uid] = (max(seen[uid], inside), outside)
+            finally:
+                self._show_only(-1)
+        return out
+
+    def _show_only(self, uid: int | None) -> None:
+        """Hide every body but ``uid`` (None: hide all; -1: show all again) by its colour's alpha,
+        which the tiny renderer skips: far cheaper than rendering bodies moved out of view."""
+        p, c = self.p, self.client
+        if self._visuals is None:
+            self._visuals = {(b, d[1]): tuple(d[7]) for b in list(self.bodies.values()) + list(self.statics)
+                             for d in p.getVisualShapeData(b, physicsClientId=c)}
+        for (b, link), rgba in self._visuals.items():
+            shown = uid == -1 or b == uid
+            if shown != self._shown.get((b, link), True):
+                p.changeVisualShape(b, link, rgbaColor=list(rgba[:3]) + [rgba[3] if shown else 0.0],
+                                    physicsClientId=c)
+                self._shown[(b, link)] = shown
+
+    def _floor_id(self) -> int:
+        return next((u for u, name in self.statics.items() if name == FLOOR), -1)
+
+    def _support_id(self, uid: int) -> int | None:
+        """The static body (a table top) an object stands on: its surface cannot hide the object."""
+        below = {c[2] for c in self.p.getContactPoints(bodyA=uid, physicsClientId=self.client)}
+        statics = [b for b in below if b in self.statics]
+        return statics[0] if len(statics) == 1 and len(below) == 1 else None
+
+    def _projected_box(self, uid: int, vm: np.ndarray, pm: np.ndarray, width: int, height: int
+                       ) -> tuple[tuple[int, int, int, int], float]:
+        """The object's projected 3D box in pixels, reaching past the image where the object does
+        (at most one image size beyond each side; the image itself when a corner is behind the
+        camera), and its farthest depth along the optical axis."""
+        lo, hi = self.p.getAABB(uid, physicsClientId=self.client)
+        corners = np.array([[x, y, z, 1.0] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+        cam = corners @ vm.T
+        far = float((-cam[:, 2]).max())
+        clip = cam @ pm.T
+        if (clip[:, 3] <= 1e-6).any():
+            return (0, 0, width, height), far
+        ndc = clip[:, :2] / clip[:, 3:4]
+        us, vs = (ndc[:, 0] + 1) * 0.5 * width, (1 - ndc[:, 1]) * 0.5 * height
+        u0, u1 = max(-width, int(math.floor(us.min())) - 1), min(2 * width, int(math.ceil(us.max())) + 1)
+        v0, v1 = max(-height, int(math.floor(vs.min())) - 1), min(2 * height, int(math.ceil(vs.max())) + 1)
+        return (u0, v0, max(u1, u0 + 1), max(v1, v0 + 1)), far
+
+    def _render_window(self, uid: int, rect: tuple[int, int, int, int], vm: np.ndarray, pm: np.ndarray,
+                       cam: CameraSpec) -> tuple[int, int]:
+        """(pixels inside the image, pixels outside it) of the object in a render of the window
+        ``rect`` only: the projection is cropped so the window's pixels sample the full image's."""
+        u0, v0, u1, v1 = rect
+        w, h = cam.width, cam.height
+        x0, x1 = 2 * u0 / w - 1, 2 * u1 / w - 1
+        y_top, y_bottom = 1 - 2 * v0 / h, 1 - 2 * v1 / h
+        crop = np.eye(4)
+        crop[0, 0], crop[0, 3] = 2 / (x1 - x0), -(x1 + x0) / (x1 - x0)
+        crop[1, 1], crop[1, 3] = 2 / (y_top - y_bottom), -(y_top + y_bottom) / (y_top - y_bottom)
+        _, _, _, _, seg = self.p.getCameraImage(u1 - u0, v1 - v0, vm.flatten(order="F").tolist(),
+                                                (crop @ pm).flatten(order="F").tolist(),
+                                                renderer=self.p.ER_TINY_RENDERER, physicsClientId=self.client)
+        mask = np.reshape(np.asarray(seg, dtype=np.int32), (v1 - v0, u1 - u0)) == uid
+        inside = mask[max(0, -v0): h - v0, max(0, -u0): w - u0]
+        total = int(mask.sum())
+        return int(inside.sum()), total - int(inside.sum())
 
 
 def forward_vector(view_matrix: list[float]) -> list[float]:

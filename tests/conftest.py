@@ -20,7 +20,7 @@ SMALL_INTENT: dict[str, Any] = {
     "oe": {
         "items": 120,
         "capabilities": ["visibility", "image_plane_relation", "depth_order", "multi_view"],
-        "question_types": ["single_choice", "yes_no", "multi_view_choice", "marked_object_choice"],
+        "question_types": ["single_choice", "yes_no", "multi_view_choice", "grounding_choice"],
     },
     "sources": [{"kind": "pybullet_tabletop", "views": 3}],
     # 200 IRT bootstrap replicates, not the default 1,000: gate F's intervals cost a second of

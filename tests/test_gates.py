@@ -50,7 +50,8 @@ def test_c1_flags_an_option_text_shortcut(built):
 
 
 def test_c1_flags_an_answer_prior(built):
-    items = _items(built, "left_of_yesno")
+    items = {**_items(built, "left_of_yesno"), **_items(built, "closer_yesno")}
+    assert len(items) >= 12
     skewed = {iid: it.model_copy(update={"answer": "yes", "answer_index": 0}) for iid, it in items.items()}
     report = blind_report(sorted(skewed.items()))
     assert report["best_accuracy"] == 1.0 and report["p_value"] < 0.01

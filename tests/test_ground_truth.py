@@ -54,9 +54,11 @@ def test_every_capability_against_raw_arrays(built):
             expected = min(b["slots"]["objects"], key=lambda n: md[n])
         elif tpl == "closer_yesno":
             expected = "yes" if md[b["slots"]["a"]] < md[b["slots"]["b"]] else "no"
-        elif tpl == "marked_farther_choice":
-            a, bb = b["slots"]["marked"]
-            expected = "A" if md[a] > md[bb] else "B"
+        elif tpl == "grounding_choice":
+            # the named object is the one the answer's ring marks, and it is seen in the view
+            target = b["slots"]["target"]
+            assert px[target] > 0
+            expected = "ABCD"[b["slots"]["marked"].index(target)]
         elif tpl in ("best_view_choice", "visibility_only_view"):
             name = b["slots"]["object"]
             counts = [int((arrays[f"seg_{v['index']}"] == body[name]).sum()) for v in src["views"]]
@@ -72,7 +74,7 @@ def test_every_capability_against_raw_arrays(built):
 
 def test_marked_media_differs_from_source_view(built):
     store, items = _load(built)
-    marked = [i for i in items.values() if i["question_type"] == "marked_object_choice"]
+    marked = [i for i in items.values() if i["question_type"] == "grounding_choice"]
     assert marked
     for item in marked[:5]:
         b = _binding(store, item)

@@ -40,8 +40,7 @@ def aerial(tmp_path_factory) -> dict[str, Any]:
     # Counts and absences from DOTA labels only when the user vouches for them (they are not exhaustive).
     intent = _intent(root, "aerial-test", {"kind": "image_folder", "adapter": "dota", "root": str(DOTA),
                                            "trust_label_completeness": True},
-                     {"items": 80, "capabilities": ["counting", "visibility", "size_scale", "metric_distance",
-                                                    "image_plane_relation"],
+                     {"items": 80, "capabilities": ["counting", "visibility", "size_scale", "metric_distance"],
                       "question_types": ["numeric", "interval_choice", "yes_no", "marked_object_choice",
                                          "grounding_choice"]})
     summary = run_build(intent, root / "store", root / "out")
@@ -108,8 +107,8 @@ def test_incomplete_labels_rule_out_counts_and_absences(tmp_path):
     """DOTA's labels are not exhaustive: by default no count or presence item is made, the
     composition says why, and the other capabilities take the share."""
     intent = _intent(tmp_path, "aerial-default", {"kind": "image_folder", "adapter": "dota", "root": str(DOTA)},
-                     {"items": 40, "capabilities": ["counting", "image_plane_relation", "size_scale"],
-                      "question_types": ["numeric", "marked_object_choice"]})
+                     {"items": 30, "capabilities": ["counting", "visibility", "metric_distance"],
+                      "question_types": ["numeric", "grounding_choice"]})
     summary = run_build(intent, tmp_path / "store", tmp_path / "out")
     comp = json.loads((Path(summary["package_path"]) / "composition.json").read_text())
     assert "not exhaustive" in comp["unavailable"]["counting"]

@@ -60,10 +60,13 @@ def test_template_edit_rebuilds_only_that_template(tmp_path):
     second = run_build(intent, tmp_path / "store", tmp_path / "out")
     after = _items_by_template(tmp_path / "store")
     new_items = after[edited] - before[edited]
-    # Exactly that template's items are re-created ...
-    assert second["nodes"]["realize"]["executed"] == n_edited
-    assert second["nodes"]["realize"]["created"] == n_edited
-    assert len(new_items) == n_edited
+    # That template's items are re-created; another template's item is realized only to refill
+    # what the gates set aside (its items on the same views may now depend on the new ones) ...
+    others = sum(len(after[t] - before.get(t, set())) for t in after if t != edited)
+    assert len(new_items) >= 0.7 * n_edited
+    assert others <= second["items_refilled"] and others <= 0.5 * n_edited
+    realized = len(new_items) + others
+    assert second["nodes"]["realize"]["executed"] == second["nodes"]["realize"]["created"] == realized
     # ... from re-bound evidence (one bind invocation per evidence record) and one template load,
     assert second["nodes"]["template"]["executed"] == 1
     assert second["nodes"]["bind"]["executed"] == evidence_records
@@ -72,7 +75,7 @@ def test_template_edit_rebuilds_only_that_template(tmp_path):
     for role in ("blueprint", "plan", "collect", "structure"):
         assert second["nodes"][role]["executed"] == 0
     assert second["nodes"]["assess"]["executed"] == 1  # gates E and F on the new package
-    assert second["skills_executed"] == 1 + evidence_records + n_edited + 1 + 1
+    assert second["skills_executed"] == 1 + evidence_records + realized + 1 + 1
     released = [json.loads(line) for line in open(second["package_path"] + "/items.jsonl")]
     templates_of = {json.loads(line)["id"]: json.loads(line)["template"] for line in open(second["package_path"] + "/answers.jsonl")}
     edited_questions = [r["question"] for r in released if templates_of[r["id"]] == edited]
@@ -119,7 +122,7 @@ def test_rebuild_from_template_forces_its_subtree_only(built, tmp_path):
 def test_rebuild_from_stage_reexecutes_that_stage_and_below(tmp_path):
     intent = write_intent(tmp_path, sources=[{"kind": "pybullet_tabletop", "scenes": 3, "views": 3}],
                           oe={"items": 40, "capabilities": ["image_plane_relation", "depth_order"],
-                              "question_types": ["single_choice", "yes_no", "marked_object_choice"]})
+                              "question_types": ["single_choice", "yes_no", "ordered_list"]})
     first = run_build(intent, tmp_path / "store", tmp_path / "out")
     forced = run_build(intent, tmp_path / "store", tmp_path / "out", rebuild_from=["S3"])
     assert forced["nodes"]["structure"]["executed"] == first["nodes"]["structure"]["executed"]

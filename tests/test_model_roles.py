@@ -77,7 +77,7 @@ def _role(server: LoopbackServer, model: str, **kw) -> dict:
 
 
 SMALL_OE = {"items": 60, "capabilities": ["visibility", "image_plane_relation", "depth_order"],
-            "question_types": ["single_choice", "yes_no", "marked_object_choice"]}
+            "question_types": ["single_choice", "yes_no", "ordered_list"]}
 
 
 def test_every_role_on_a_model(tmp_path):
@@ -136,7 +136,7 @@ def test_the_coordinator_proposal_is_type_checked_and_corrected(tmp_path):
     script = Script()
     with LoopbackServer(script) as server:
         oe = {"items": 40, "focus": "which object is in front of which, and left or right of it",
-              "question_types": ["single_choice", "yes_no", "marked_object_choice"]}
+              "question_types": ["single_choice", "yes_no", "ordered_list"]}
         intent = write_intent(tmp_path, oe=oe, models={"coordinator": _role(server, "coord-m")})
         summary = run_build(intent, tmp_path / "store", tmp_path / "out")
         asked = [r for r in server.chat_requests() if "does not type-check" in _user_text(r)]

@@ -5,6 +5,7 @@ rejected and reports the accuracy they found."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from forge.errors import ForgeError
-from forge.review import import_verdicts, read_verdicts, wilson, write_page
+from forge.review import import_verdicts, read_verdicts, render_page, review_summary, sample, wilson, write_page
 from forge.store import Store
 
 from conftest import run_build, write_intent
@@ -49,6 +50,14 @@ def test_review_page_in_a_real_browser(reviewed, tmp_path):
         verdicts = ["wrong", "ambiguous"] + ["correct"] * 6
         for iid, verdict in zip(ids, verdicts):
             driver.find_element(By.CSS_SELECTOR, f'input[name="v-{iid}"][value="{verdict}"]').click()
+        # Trivial is independent of the verdict: a wrong item and a correct one are ticked.
+        trivial = [False] * 8
+        for k in (0, 3):
+            box = driver.find_element(By.CSS_SELECTOR, f'input[type="checkbox"][name="t-{ids[k]}"]')
+            # Back up the page, the box would sit under the sticky header: centre it first.
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", box)
+            box.click()
+            trivial[k] = True
         driver.find_element(By.CSS_SELECTOR, f'textarea[name="note-{ids[0]}"]').send_keys("the key names another object")
         assert driver.find_element(By.ID, "progress").text == "8 / 8 reviewed"
         driver.find_element(By.ID, "save").click()
@@ -56,9 +65,11 @@ def test_review_page_in_a_real_browser(reviewed, tmp_path):
         # The page keeps the marks: a reload restores them.
         driver.refresh()
         assert driver.find_element(By.ID, "progress").text == "8 / 8 reviewed"
+        assert [driver.find_element(By.CSS_SELECTOR, f'input[name="t-{i}"]').is_selected() for i in ids] == trivial
     finally:
         driver.quit()
     assert saved["reviewer"] == "Ada" and [v["verdict"] for v in saved["verdicts"]] == verdicts
+    assert [v["trivial"] for v in saved["verdicts"]] == trivial
     assert saved["verdicts"][0]["note"] == "the key names another object"
     files = list(downloads.glob("verdicts-*.json"))
     if files:  # the download itself, where the browser wrote it
@@ -66,6 +77,51 @@ def test_review_page_in_a_real_browser(reviewed, tmp_path):
     out = tmp_path / "verdicts.json"
     out.write_text(json.dumps(saved))
     assert read_verdicts(out)["reviewer"] == "Ada"
+
+
+def test_page_asks_trivial_per_item_and_shows_instructions(reviewed):
+    # Packages may carry instructions already: only the first item has one here.
+    items = [{k: v for k, v in it.items() if k != "instruction"} for it in sample(reviewed["package"], 4, seed=1)]
+    items[0] = {**items[0], "instruction": "Left & right are as the camera sees them."}
+    page = render_page(reviewed["package"], items)
+    for it in items:
+        assert page.count(f'<input type="checkbox" name="t-{it["id"]}">') == 1
+    assert page.count("trivial (answerable at a glance)") == 4
+    # The instruction stands above its own item's question, escaped; items without one show none.
+    first = page[page.index(f'id="item-{items[0]["id"]}"'):page.index(f'id="item-{items[1]["id"]}"')]
+    shown = '<p class="instruction">Left &amp; right are as the camera sees them.</p>'
+    assert shown in first and first.index(shown) < first.index('<p class="question">')
+    assert page.count('<p class="instruction">') == 1
+
+
+def test_trivial_flags_are_stored_and_summarized(reviewed, tmp_path):
+    # A private copy of the store: these verdicts must not change what the other tests count.
+    store_dir = tmp_path / "store"
+    shutil.copytree(reviewed["root"] / "store", store_dir)
+    ids = sorted(json.loads(x)["id"] for x in open(reviewed["package"] / "answers.jsonl"))[:6]
+    # Five answered the trivial question (two yes, one of them on a wrong item); the sixth comes
+    # from a file saved before the question existed: unknown, so outside the share.
+    flags = [True, True, False, False, False]
+    verdicts = [{"id": i, "verdict": "wrong" if k == 1 else "correct", "trivial": t, "note": ""}
+                for k, (i, t) in enumerate(zip(ids, flags))] + [{"id": ids[5], "verdict": "correct", "note": ""}]
+    path = tmp_path / "verdicts.json"
+    path.write_text(json.dumps({"format": "forge-review/1", "package": reviewed["package"].name, "reviewer": "Bo",
+                                "saved_at": "2026-12-02T09:00:00Z", "verdicts": verdicts}))
+    done = subprocess.run([sys.executable, "-m", "forge.cli", "review", "--import", str(path), "--store",
+                           str(store_dir)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "6 verdicts by Bo: 5 correct, 0 ambiguous, 1 wrong, 2 marked trivial" in done.stdout
+    with Store(store_dir, read_only=True) as s:
+        rows = s.execute("SELECT artifact_id, diagnostics FROM verifications WHERE verification = "
+                         "'human'").fetchall()
+    records = [{"artifact_id": a, **json.loads(d)} for a, d in rows if json.loads(d)["reviewer"] == "Bo"]
+    assert {r["artifact_id"]: r["trivial"] for r in records} == {**dict(zip(ids, flags)), ids[5]: None}
+    review = review_summary(records, set(ids))
+    assert (review["reviewed"], review["correct"], review["wrong"]) == (6, 5, 1)
+    # 2 trivial of 5 answered: share 0.4, Wilson 95% interval (0.1176, 0.7693) by hand.
+    assert review["trivial"] == {"marked": 2, "n": 5, "share": 0.4, "ci95": [0.1176, 0.7693]}
+    # Reviews from before the question (no flag anywhere) keep the summary they had.
+    assert "trivial" not in review_summary([{**r, "trivial": None} for r in records], set(ids))
 
 
 def test_verdicts_become_records_and_drive_repair(reviewed, tmp_path):
@@ -115,6 +171,9 @@ def test_bad_verdict_files_are_clear_errors(reviewed, tmp_path):
                           ('{"format": "forge-review/1", "reviewer": "", "verdicts": []}', "'reviewer' is empty"),
                           ('{"format": "forge-review/1", "reviewer": "A", "verdicts": [{"id": "abc", "verdict": "meh"}]}',
                            r"verdicts\[0\].*must be one of"),
+                          ('{"format": "forge-review/1", "reviewer": "A", "verdicts": [{"id": "abc123", '
+                           '"verdict": "correct", "trivial": "yes"}]}',
+                           r"bad\.json: verdicts\[0\] \(abc123\): field 'trivial' must be true or false, not 'yes'"),
                           ('{"format": "forge-review/1", "reviewer": "A", "verdicts": [{"id": "f00", "verdict": "wrong"}]}',
                            "not in store")]:
         bad.write_text(text)

@@ -1,7 +1,8 @@
 """What a model is asked about an item, and which part of its reply goes to the package's scorer.
 
 The prompt is the same for every model: the item's id on the first line (an opaque handle, so a
-log or a scripted server can tell items apart), its question, lettered options, numbered
+log or a scripted server can tell items apart), its instruction line (the conventions its key
+relies on) where it has one, its question, lettered options, numbered
 targets, what each attached image shows, and the item's own response format. Images go as data
 URLs through the model client.
 
@@ -29,7 +30,10 @@ SYSTEM = ("You answer questions about images. Look at every attached image, then
 
 
 def item_text(item: dict[str, Any]) -> str:
-    lines = [f"Item {item['id']}", "", str(item.get("question", "")).strip()]
+    lines = [f"Item {item['id']}", ""]
+    if item.get("instruction"):  # the conventions the key relies on, stated before the question
+        lines += [str(item["instruction"]).strip()]
+    lines += [str(item.get("question", "")).strip()]
     options = item.get("options") or []
     if options:
         lines += ["", "Options:"] + [f"{LETTERS[i]}. {o}" for i, o in enumerate(options)]

@@ -13,7 +13,7 @@ Two action interfaces drive the same operational-space controller robosuite ship
 - high level: ``MoveAbove(thing)``, ``Descend(object)``, ``Grasp()``, ``Lift()``, ``PlaceAt(thing)``,
   ``Release()``, each a closed loop of control steps toward a target computed from the scene.
 
-Objects and places go by what a person calls them ("the can", "bin 2", "the square peg");
+Objects and places go by what a person calls them ("the can", "the bin on the right", "the square peg");
 goals and verifiers use the model's body names and stay hidden from the agent.
 """
 
@@ -25,6 +25,7 @@ import numpy as np
 
 from forge_resources.household.protocol import Action, ActionSpec, Observation, StepResult
 from forge_resources.robosuite.motion import Motion
+from forge_resources.robosuite.naming import AGENT_CAMERA
 from forge_resources.robosuite.things import THINGS, Thing
 from forge_resources.robosuite.queries import SimQueries
 from forge_resources.robosuite.scenes import RobosuiteScenes, SceneError
@@ -196,7 +197,7 @@ class ManipulationEnv(SimQueries):
         """Control steps run since the last reset or restore."""
         return self.motion.steps
 
-    def render(self, camera: str = "agentview", width: int = 320, height: int = 240) -> np.ndarray:
+    def render(self, camera: str = AGENT_CAMERA, width: int = 320, height: int = 240) -> np.ndarray:
         import mujoco
 
         renderer = self.scenes.renderer(self.env_name, width, height)

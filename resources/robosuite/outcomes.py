@@ -35,7 +35,7 @@ def holds(goal: dict[str, Any], scene: Any) -> bool:
     if kind == "in_bin_quadrant":  # robosuite's PickPlace: each object in its own quarter of the bin
         return _in_quadrant(scene, goal["object"], goal["bin"], int(goal["quadrant"]))
     if kind == "in_bin":  # anywhere in the bin, let go of
-        return _in_bin(scene, goal["object"], goal["bin"]) and not held(scene, goal["object"])
+        return in_bin(scene, goal["object"], goal["bin"]) and not held(scene, goal["object"])
     if kind == "all":
         return all(holds(g, scene) for g in goal["goals"])
     raise ValueError(f"unknown goal kind {kind!r}")
@@ -66,7 +66,7 @@ def held(scene: Any, body: str) -> bool:
     return bool(fingers) and all(scene.bodies_touching(body, f) for f in fingers)
 
 
-def _in_bin(scene: Any, body: str, bin_body: str) -> bool:
+def in_bin(scene: Any, body: str, bin_body: str) -> bool:
     """Within the bin's floor (x, y) and up to 10 cm above it."""
     pos, centre = scene.body_position(body), scene.body_position(bin_body)
     half = scene.body_half_extent(bin_body)

@@ -1,5 +1,9 @@
 """What the agent can name in each manipulation environment: objects it may pick up and places
-it may put them, by what a person calls them and the model's body names."""
+it may put them, by what a person calls them and the model's body names.
+
+Names say what the agent's camera shows: a kind, a colour or shape, a side of the image (PickPlace's
+bins stand fixed, robosuite's ``bin1`` on the left of the agent's view); never the model's numbering
+(see :mod:`.naming`, which also names things by what a state shows, such as the empty bin)."""
 
 from __future__ import annotations
 
@@ -24,7 +28,8 @@ THINGS: dict[str, tuple[Thing, ...]] = {
     "Stack": (Thing("red cube", "cubeA_main", "object"), Thing("green cube", "cubeB_main", "object")),
     "PickPlace": (Thing("milk carton", "Milk_main", "object"), Thing("bread loaf", "Bread_main", "object"),
                   Thing("cereal box", "Cereal_main", "object"), Thing("can", "Can_main", "object"),
-                  Thing("bin 1", "bin1", "bin"), Thing("bin 2", "bin2", "bin", compartments=True)),
+                  Thing("bin on the left", "bin1", "bin"),
+                  Thing("bin on the right", "bin2", "bin", compartments=True)),
     "NutAssembly": (Thing("square nut", "SquareNut_main", "object", "SquareNut_handle_site"),
                     Thing("round nut", "RoundNut_main", "object", "RoundNut_handle_site"),
                     Thing("square peg", "peg1", "peg"), Thing("round peg", "peg2", "peg")),

@@ -50,7 +50,10 @@ def plan_ground_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneSpe
                                 role="top_down") for k, p in enumerate(path)]
     else:
         cameras = [forward_camera(k, p, mount, w, h, k * dt, far=30.0, role="forward") for k, p in enumerate(path)]
-        cameras.append(nadir_camera(frames, 0.0, 0.0, OVERVIEW_ALTITUDE, math.pi / 2, 65.0, w, h, None,
+        # The overview turns by a seeded angle: with its up always the drive's direction, where an
+        # object stands in it would tell whether the forward view sees it, without looking.
+        up = float(rng.uniform(0.0, 2 * math.pi))
+        cameras.append(nadir_camera(frames, 0.0, 0.0, OVERVIEW_ALTITUDE, up, 65.0, w, h, None,
                                     far=OVERVIEW_ALTITUDE + 5, role="overview"))
     return [SceneSpec(source_kind=src["kind"], scene_index=index, seed=seed, robot=src["embodiment"], objects=objects,
                       cameras=cameras, layout="ground", bodies=bodies, support_height=0.0)]

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from forge.artifact_types import (Blueprint, EvidenceObject, EvidenceRecord, EvidenceView, ImageLabel, ImageRecord,
                                   ImageUnit, ObjectViewFact, ViewRecord)
+from forge_skills.structure.source_rules import descriptor_reads, source_rules
 from forge.skills import SkillContext, skill
 from forge_resources.image_folder import adapter_for, clip_polygon, file_sha256, parse_dota, polygon_area
 
@@ -86,7 +87,7 @@ def read_image_unit(ctx: SkillContext, unit: ImageUnit) -> list[ImageRecord]:
                         labels_complete=unit.labels_complete)]
 
 
-@skill("structure.image_evidence", stage="S3")
+@skill("structure.image_evidence", stage="S3", reads=descriptor_reads)
 def image_evidence(ctx: SkillContext, record: ImageRecord) -> list[EvidenceRecord]:
     """Per-label facts (area, box, centroid, ground position) and per-view capture facts."""
     facts, objects = [], []
@@ -106,10 +107,12 @@ def image_evidence(ctx: SkillContext, record: ImageRecord) -> list[EvidenceRecor
             box_3d_min=None if gsd is None else [round(min(xs) * gsd, 4), round(min(ys) * gsd, 4), 0.0],
             box_3d_max=None if gsd is None else [round(max(xs) * gsd, 4), round(max(ys) * gsd, 4), 0.0],
             attributes={"label_ok": not (label.difficult or label.truncated), "difficult": label.difficult,
-                        "truncated": label.truncated,
+                        "truncated": label.truncated, "polygon": [round(float(c), 2) for c in label.polygon],
                         **({"ground_area_m2": round(area * gsd * gsd, 3)} if gsd else {})}))
     views = [EvidenceView(index=v.index, rgb=v.rgb, width=v.width, height=v.height, role=v.role, time=v.time,
                           recipe=v.recipe)
              for v in record.views]
+    conventions, referents = source_rules(record.source_kind)
     return [EvidenceRecord(source=ctx.input_ids["record"], scene_index=record.unit_index, views=views, objects=objects,
-                           facts=facts, metres_per_pixel=gsd, labels_complete=record.labels_complete)]
+                           facts=facts, metres_per_pixel=gsd, labels_complete=record.labels_complete,
+                           conventions=conventions, referent_rules=referents)]

@@ -2,7 +2,8 @@
 
 - B2 validity (deterministic): every object, state, action and goal variable resolves in the
   initial state; the instruction names exactly the goal's objects (normalized subgoal sets match)
-  and no placeholder is left; the split agrees with the subtasks and the plan's length.
+  and no placeholder is left; each name it uses picks out one thing and none is an internal index
+  ("bin 2"); the split agrees with the subtasks and the plan's length.
 - C2 completion (execution): the reference plan satisfies the verifier on repeated executions
   from the restored state, no strict prefix does, and a wrong-object and a wrong-receptacle
   control do not.
@@ -133,6 +134,22 @@ def mentioned(text: str, candidates: set[str]) -> list[set[str]]:
     return [names for _, _, names in sorted(kept, key=lambda k: k[0])]
 
 
+def instruction_texts(task: IETask) -> list[str]:
+    """The macro instruction and its steps."""
+    return [task.instruction.get("macro", "")] + list(task.instruction.get("micro") or [])
+
+
+# A word followed by a number ("bin 2", "peg1", "object 3", "countertop 2"): an index a model or
+# a scene dump gives a thing, which nothing the agent sees shows. Instructions carry no other
+# numbers, so any such pair is one.
+INDEXED = re.compile(r"\b[a-z]+[ _-]?\d+\b", re.IGNORECASE)
+
+
+def indexed(text: str) -> list[str]:
+    """The internal indices the text names things by."""
+    return INDEXED.findall(text)
+
+
 def _placeholder(text: str) -> bool:
     return not text.strip() or bool(re.search(r"[{}]|\bTODO\b|\.\.\.", text))
 
@@ -140,8 +157,7 @@ def _placeholder(text: str) -> bool:
 @check("ie_instruction_complete")
 def instruction_complete(task: IETask, ctx: CheckContext) -> Outcome:
     """The instruction is written out: no placeholder, no empty step."""
-    texts = [task.instruction.get("macro", "")] + list(task.instruction.get("micro") or [])
-    bad = [t for t in texts if _placeholder(t)]
+    bad = [t for t in instruction_texts(task) if _placeholder(t)]
     return Outcome(not bad, f"placeholder instruction: {bad[0]!r}" if bad else "")
 
 
@@ -166,6 +182,24 @@ def instruction_matches_goal(task: IETask, ctx: CheckContext) -> Outcome:
                               + (f" (not in the goal: {extra})" if extra else "")
                               + (f" (not named: {missing})" if missing else ""))
     return Outcome(True, "")
+
+
+@check("ie_names_unambiguous")
+@per_world("ie_names_unambiguous")
+@restorable
+def names_unambiguous(task: IETask, ctx: CheckContext) -> Outcome:
+    """No instruction text names a thing by an internal index, and each name it uses for a goal
+    object picks out one of the goal's object types (household goals range over types: any
+    countertop will do, so "the countertop" is not ambiguous among several)."""
+    env = _env(task, ctx)
+    wanted = goal_targets(task.goal)
+    scene_types = {o["objectType"] for o in env.objects()} | wanted
+    problems = []
+    for text in instruction_texts(task):
+        problems += [f"{p!r} is an internal index ({text!r})" for p in indexed(text)]
+        problems += [f"one name stands for {sorted(n & wanted)} ({text!r})"
+                     for n in mentioned(text, scene_types) if len(n & wanted) > 1]
+    return Outcome(not problems, f"task {task.task_id}: " + "; ".join(problems[:4]) if problems else "")
 
 
 @check("ie_split_consistent")

@@ -75,7 +75,8 @@ class ManipulationStructure(ArtifactContent):
     env: str
     scene: str
     scene_type: str
-    things: list[dict[str, str]] = Field(description="name and kind (object, bin, peg) of each thing")
+    things: list[dict[str, str]] = Field(description="name and kind (object, bin, peg) of each thing, and what "
+                                                     "a person seeing the state calls it (called)")
     demo_reference: str | None = None
     demo_outcomes: list[dict[str, str]] | None = Field(None, description="the goal the demonstration reaches")
 
@@ -118,6 +119,7 @@ def collect_manipulation_state(ctx: SkillContext, unit: ManipulationUnit) -> lis
     drift = float(env.drift)
     objects = env.objects()
     finite = bool(np.all(np.isfinite(env.data.qpos)) and all(np.all(np.isfinite(o["position"])) for o in objects))
+    called = names_seen(env)
     reasons = ([] if finite else ["a pose is not finite"]) + (
         [] if drift < DRIFT_LIMIT else [f"objects still moved {drift * 1000:.1f} mm while settling"])
     state = env.get_state()
@@ -131,7 +133,8 @@ def collect_manipulation_state(ctx: SkillContext, unit: ManipulationUnit) -> lis
                               scene_type=unit.scene_type, seed=unit.seed,
                               state=ctx.put_blob(canonical_json(state).encode()), drift_m=round(drift, 6),
                               finite=finite, admitted=not reasons, reason="; ".join(reasons),
-                              objects=[{k: o[k] for k in ("name", "kind", "position")} for o in objects],
+                              objects=[{**{k: o[k] for k in ("name", "kind", "position")}, "called": called[o["name"]]}
+                                       for o in objects],
                               demo=unit.demo,
                               demo_reference=ctx.put_blob(canonical_json(reference).encode()) if reference else None)]
 
@@ -165,9 +168,18 @@ def structure_manipulation_state(ctx: SkillContext, state: ManipulationState) ->
     scene = f"{state.env}-demo{state.demo['key'].removeprefix('demo_')}" if state.demo else f"{state.env}-{state.seed}"
     return [ManipulationStructure(state=ctx.input_ids["state"], state_blob=state.state, env=state.env,
                                   scene=scene, scene_type=state.scene_type,
-                                  things=[{"name": o["name"], "kind": o["kind"]} for o in state.objects],
+                                  things=[{"name": o["name"], "kind": o["kind"], "called": o.get("called", o["name"])}
+                                          for o in state.objects],
                                   demo_reference=state.demo_reference,
                                   demo_outcomes=_demo_outcomes(state.env) if state.demo_reference else None)]
+
+
+def names_seen(env: Any) -> dict[str, str]:
+    """Each thing's name -> what a person seeing the environment's current state calls it (the
+    empty bin): instructions name things so, the agent's view showing no internal index."""
+    from forge_resources.robosuite.naming import describe
+
+    return {t.name: describe(env, t) for t in env.things()}
 
 
 def _demo_outcomes(env_name: str) -> list[dict[str, str]]:
@@ -189,6 +201,7 @@ def bind_manipulation_template(ctx: SkillContext, template: TaskTemplate,
     if allowed and structure.scene_type not in allowed:
         return []
     out = []
+    called = {t["name"]: t.get("called", t["name"]) for t in structure.things}
     for slots in _assignments(template.slots, structure.things):
         goal = {"outcomes": _fill(template.goal["outcomes"], slots), "mode": "all"}
         variant = int(digest(template.id, slots, structure.scene, length=8), 16) % len(template.instruction["macro"])
@@ -198,7 +211,8 @@ def bind_manipulation_template(ctx: SkillContext, template: TaskTemplate,
                                state_blob=structure.state_blob, scene=structure.scene,
                                scene_type=structure.scene_type, task_type=template.task_type,
                                difficulty=template.difficulty, slots=slots, goal=goal,
-                               macro=realize(template.instruction["macro"][variant], slots), variant=variant,
+                               macro=realize(template.instruction["macro"][variant],
+                                             {k: called[v] for k, v in slots.items()}), variant=variant,
                                recorded_reference=recorded))
     order = ctx.rng.permutation(len(out))
     # the demonstration's own goal first: its recorded reference is what a demonstration gives
@@ -305,6 +319,7 @@ def synthesize_manipulation_task(ctx: SkillContext, binding: TaskBinding) -> lis
 
     env_name = binding.scene.split("-")[0]
     env, state = state_env(ctx.get_blob, binding.state_blob)
+    called = names_seen(env)  # in the initial state, as the macro's names
     subgoals = subgoals_of(binding.goal, env_name)
     verifier = verifier_of(binding.goal, env_name)
     scripted = [a.to_dict() for a in reference_plan(subgoals)]
@@ -313,7 +328,8 @@ def synthesize_manipulation_task(ctx: SkillContext, binding: TaskBinding) -> lis
     if not ok or not after or not after[-1] or any(after[:-1]):
         return []
     control = env.control_steps()
-    micro = [_say(s) for s in scripted]  # in words, the way there (a demonstration's deltas have none)
+    # in words, the way there (a demonstration's deltas have none)
+    micro = [_say(s, called, {t.name: t.kind for t in env.things()}) for s in scripted]
     return [IETask(
         task_id=f"{binding.scene.lower()}-{binding.template}-{digest(ctx.input_ids['binding'], length=8)}",
         scene=binding.scene, scene_type=binding.scene_type,
@@ -345,10 +361,13 @@ _SAY = {"MoveAbove": "Move the gripper above the {0}.", "Descend": "Lower the gr
         "Release": "Open the gripper."}
 
 
-def _say(step: dict[str, Any]) -> str:
+_AT = {"bin": "in", "peg": "over"}  # the preposition a place of each kind takes (an object's top: on)
+
+
+def _say(step: dict[str, Any], called: dict[str, str], kinds: dict[str, str]) -> str:
     args = step.get("args") or []
-    at = "in" if args and args[0].startswith("bin") else ("over" if args and args[0].endswith("peg") else "on")
-    return _SAY[step["name"]].format(*args, at=at)
+    at = _AT.get(kinds.get(args[0], ""), "on") if args else "on"
+    return _SAY[step["name"]].format(*(called.get(a, a) for a in args), at=at)
 
 
 def robosuite_setup(entry: dict[str, Any], src: Any) -> tuple[list[str], int]:

@@ -1,8 +1,9 @@
 """Gates B2, C2 and D2 for manipulation tasks (the ``robosuite`` IE world), on simulator state.
 
 - B2: the goal's things exist in the restored scene, every planned action is in the interface,
-  the verifier reads; the instruction names exactly the goal's things; the split follows from
-  the subgoals and the plan's length.
+  the verifier reads; the instruction names exactly the goal's things, each by a name that picks
+  out that one thing in the initial state as the agent's camera shows it ("the empty bin"), none
+  by an internal index ("bin 2"); the split follows from the subgoals and the plan's length.
 - C2: the reference reaches the physical goal on every one of ``REPEATS`` executions from the
   restored state, ending in the same simulator state each time, with no strict prefix reaching
   it; the reference cut before its last phase and a wrong-target control do not.
@@ -13,13 +14,13 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import numpy as np
 
 from forge.contracts import CheckContext, Outcome
 from forge.registry import register
+from forge_skills.ie.checks import indexed, instruction_texts
 from forge_skills.ie.manipulation import STEPS_PER_SUBGOAL, execute, subgoals_of
 from forge_skills.ie.types import IETask
 
@@ -71,21 +72,37 @@ def _bodies(goal: Any) -> list[str]:
 
 
 def instruction_matches_goal(task: IETask, ctx: CheckContext) -> Outcome:
-    """Names the goal's things and no other thing of the scene (longest names first: "red
-    cube" before "cube")."""
+    """Names the goal's things and no other thing of the scene, each name read in the initial
+    state ("the empty bin" is the bin holding nothing; a name picking out none or several is
+    B2-5's to report)."""
+    from forge_resources.robosuite.naming import mentions, referents
+
     env, _ = _env(task, ctx)
-    text = task.instruction.get("macro", "").lower()
     wanted = {o[k] for o in task.goal.get("outcomes", []) for k in ("object", "place") if o.get(k)}
-    named = []
-    for thing in sorted((t.name for t in env.things()), key=len, reverse=True):
-        pattern = r"(?<![a-z])" + re.escape(thing) + r"(?![a-z])"
-        if re.search(pattern, text):
-            named.append(thing)
-            text = re.sub(pattern, " ", text)
-    extra, missing = sorted(set(named) - wanted), sorted(wanted - set(named))
+    found = [referents(env, m) for m in mentions(task.instruction.get("macro", ""), env.things())]
+    named = {f[0].name for f in found if len(f) == 1}
+    extra, missing = sorted(named - wanted), sorted(wanted - named)
     if extra or missing:
         return Outcome(False, f"instruction names {sorted(named)}, the goal {sorted(wanted)}")
     return Outcome(True, "")
+
+
+def names_unambiguous(task: IETask, ctx: CheckContext) -> Outcome:
+    """Every name the instruction uses picks out exactly one thing of the initial state, as the
+    agent's camera shows it; no text names a thing by an internal index ("bin 2", "peg1")."""
+    from forge_resources.robosuite.naming import mentions, referents
+
+    env, _ = _env(task, ctx)
+    problems: list[str] = []
+    for text in instruction_texts(task):
+        problems += [f"{p!r} is an internal index ({text!r})" for p in indexed(text)]
+        for phrase in mentions(text, env.things()):
+            found = referents(env, phrase)
+            if len(found) != 1:
+                problems.append(f"{phrase!r} picks out {len(found)} things of the initial state"
+                                + (f" ({', '.join(t.name for t in found)})" if found else "") + f" ({text!r})")
+    problems = list(dict.fromkeys(problems))  # a step said twice is one problem
+    return Outcome(not problems, f"task {task.task_id}: " + "; ".join(problems[:4]) if problems else "")
 
 
 def split_consistent(task: IETask, ctx: CheckContext) -> Outcome:
@@ -170,6 +187,7 @@ def _leaves_restore_to_d2(fn):
 register("ie_world_checks", "robosuite", {
     "ie_variables_resolve": _leaves_restore_to_d2(variables_resolve),
     "ie_instruction_matches_goal": _leaves_restore_to_d2(instruction_matches_goal),
+    "ie_names_unambiguous": _leaves_restore_to_d2(names_unambiguous),
     "ie_split_consistent": split_consistent, "ie_reference_completes": _leaves_restore_to_d2(reference_completes),
     "ie_controls_fail": _leaves_restore_to_d2(controls_fail), "ie_state_restores": state_restores,
 })

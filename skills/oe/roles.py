@@ -95,7 +95,8 @@ class BenchmarkRubric(BaseModel):
 
 def item_text(iid: str, it: OEItem, *, key: bool) -> str:
     options = "\n".join(f"  {chr(65 + i)}. {o}" for i, o in enumerate(it.options)) if it.options else "  (no options)"
-    lines = [f"[{iid}] ({it.capability}, {it.question_type}) {it.question}", options,
+    stated = f" [{it.instruction}]" if it.instruction else ""
+    lines = [f"[{iid}] ({it.capability}, {it.question_type}) {it.question}{stated}", options,
              f"  response format: {it.response_format}"]
     if key:
         lines.append(f"  key: {it.answer}")

@@ -294,9 +294,11 @@ class StageRunner(WorkflowRunner):
                                            "determinant": "$.presentation.determinant",
                                            "question_type": "$.presentation.question_type",
                                            "scoring": "$.presentation.scoring",
-                                           "kinds": "$.presentation.kinds"}) if missing else {}
+                                           "kinds": "$.presentation.kinds",
+                                           "difficulty": "$.difficulty"}) if missing else {}
         for bid, f in rows.items():
             f["determinant"] = f.get("determinant") or ""
+            f["difficulty"] = sys.intern(f.get("difficulty") or "medium")
             for name in ("question_type", "scoring", "kinds"):
                 f[name] = f.get(name) or ""
             for name in ("template", "answer", "capability", "question_type", "scoring", "kinds"):
@@ -531,8 +533,10 @@ class StageRunner(WorkflowRunner):
         self.log.flush(self.store)
         if not accepted:
             raise ContractError("no item passed the quality gates; see `forge status` and the gate decisions")
-        # People's verdicts are part of what the package reports: they enter its identity.
-        verdicts = [{k: r[k] for k in ("artifact_id", "verdict", "reviewer", "reviewed_at")}
+        # People's verdicts are part of what the package reports: they enter its identity ("trivial"
+        # only where the reviewer answered it, so earlier reviews keep theirs).
+        verdicts = [{**{k: r[k] for k in ("artifact_id", "verdict", "reviewer", "reviewed_at")},
+                     **({"trivial": r["trivial"]} if r.get("trivial") is not None else {})}
                     for r in self.store.human_verdicts()]
         # So are the judges' scores and which checks ran on a model.
         self.executor.preload(accepted)

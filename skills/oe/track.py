@@ -16,6 +16,7 @@ from forge.tracks import Track
 from forge_skills.oe import prepare
 from forge_skills.oe.compatibility import check_compatibility
 from forge_skills.oe.stages import StageRunner
+from forge_skills.synthesize.difficulty import DEFAULT_SHARES, shares_problem
 
 ROLES = ("blueprint", "plan", "collect", "structure", "template", "bind", "realize", "package")
 SOURCE_ROLES = ("plan", "collect", "structure")  # each source's descriptor names these skills
@@ -47,6 +48,18 @@ class OESpec(_Strict):
                                                                "fraction of the target, before composition is reported unmet")
     extra_realizations: int = Field(0, ge=0, le=8, description="with a synthesizer model: this many more realizations "
                                                                "written for each library template")
+    difficulty: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_SHARES),
+                                         description="share of items per difficulty band (easy, medium, hard; "
+                                                     "rated from each item's own margins), e.g. {easy: 0.2, "
+                                                     "medium: 0.4, hard: 0.4}")
+
+    @field_validator("difficulty")
+    @classmethod
+    def _difficulty_mix(cls, value: dict[str, float]) -> dict[str, float]:
+        problem = shares_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _weights_name_capabilities(self) -> "OESpec":

@@ -48,6 +48,7 @@ def parquet_columns(items: list[dict[str, Any]], keys: dict[str, dict[str, Any]]
         "capability": [it.get("capability") for it in items],
         "question_type": [it.get("question_type") for it in items],
         "question": [it.get("question") for it in items],
+        "instruction": [it.get("instruction") or "" for it in items],
         "options": [list(it.get("options") or []) for it in items],
         "targets": [list(it.get("targets") or []) for it in items],
         "response_format": [it.get("response_format") for it in items],
@@ -65,7 +66,7 @@ def parquet(items: list[dict[str, Any]], keys: dict[str, dict[str, Any]]) -> byt
     """One row per item (``parquet_columns``) as a Parquet file."""
     columns = parquet_columns(items, keys)
     schema = pa.schema([("id", pa.string()), ("capability", pa.string()), ("question_type", pa.string()),
-                        ("question", pa.string()), ("options", pa.list_(pa.string())),
+                        ("question", pa.string()), ("instruction", pa.string()), ("options", pa.list_(pa.string())),
                         ("targets", pa.list_(pa.string())), ("response_format", pa.string()),
                         ("images", pa.list_(pa.string())), ("image_labels", pa.list_(pa.string())),
                         ("answer", pa.string()), ("answer_index", pa.int64()),
@@ -85,7 +86,9 @@ def openeqa_records(items: list[dict[str, Any]], keys: dict[str, dict[str, Any]]
         if (key.get("scoring") or {}).get("protocol") not in FREE_FORM:
             continue
         media = [m["path"] for m in it.get("media") or []]
-        rows.append({"question_id": it["id"], "category": it.get("capability"), "question": it.get("question"),
+        # OpenEQA records hold one question text: the stated conventions lead it.
+        question = " ".join(t for t in (it.get("instruction"), it.get("question")) if t)
+        rows.append({"question_id": it["id"], "category": it.get("capability"), "question": question,
                      "answer": str(key.get("answer")), "episode_history": media[0].rsplit("/", 1)[0] if media else "",
                      "frames": media})
     return rows

@@ -27,27 +27,68 @@ def _label(draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, size: 
     draw.text(xy, text, fill=(0, 0, 0), font=font)
 
 
+RING_PAD, MIN_RING = 5, 8  # pixels around the largest marked object; the smallest ring drawn
+SPOTS = ("above", "below", "right", "left")
+MARKER_STYLES = ("ring", "outline")
+
+
+def ring_radius(boxes: list[list[int]]) -> float:
+    """One ring size for every marker of an image: the largest marked object's half-extent plus
+    a margin, so a ring's size says nothing about which object it marks."""
+    return max([MIN_RING] + [max(x1 - x0, y1 - y0) / 2 + RING_PAD for x0, y0, x1, y1 in boxes])
+
+
+def marker_layout(marks: list[dict], seed: int = 0, style: str = "ring") -> list[dict]:
+    """Where each marker goes. ``ring``: one ring size for the image, centred on the object's
+    visible centroid (its box centre when unknown); ``outline``: the object's own outline (its
+    labelled polygon, else its box), for objects packed too closely for a ring to single one
+    out, where the marker's size is the object's. Each tag tries the spots around its marker in
+    an order rotated by ``seed``, so tags do not sit on one side by rule."""
+    r = round(ring_radius([m["bbox"] for m in marks]), 2)
+    out = []
+    for k, m in enumerate(marks):
+        x0, y0, x1, y1 = m["bbox"]
+        cx, cy = m.get("centre") or ((x0 + x1) / 2, (y0 + y1) / 2)
+        turn = (seed + k) % len(SPOTS)
+        marker = {"label": m["label"], "object": m.get("object"), "style": style,
+                  "centre": [round(float(cx), 2), round(float(cy), 2)], "spots": list(SPOTS[turn:] + SPOTS[:turn])}
+        if style == "outline":
+            poly = m.get("polygon") or [x0, y0, x1, y0, x1, y1, x0, y1]
+            marker.update({"polygon": [round(float(v), 2) for v in poly],
+                           "box": [round(float(min(poly[0::2])), 2), round(float(min(poly[1::2])), 2),
+                                   round(float(max(poly[0::2])), 2), round(float(max(poly[1::2])), 2)]})
+        else:
+            marker.update({"radius": r, "box": [round(cx - r, 2), round(cy - r, 2), round(cx + r, 2), round(cy + r, 2)]})
+        out.append(marker)
+    return out
+
+
 def draw_markers(rgb: np.ndarray, markers: list[dict]) -> np.ndarray:
-    """Ring each marked object and tag it with its label; all markers look alike. A label goes
-    beside its own ring where it covers no other ring and no label already placed (above, then
-    below, right, left), so a tag never sits on another marked object."""
+    """Draw each marker (a ring, or an outline) and tag it with its label; all markers look alike
+    (see ``marker_layout``). A label goes beside its own marker where it covers no other marker
+    and no label already placed (the marker's spots in its order), so a tag never sits on
+    another marked object. Markers given as boxes alone are laid out as rings first."""
+    if markers and "box" not in markers[0]:
+        markers = marker_layout(markers)
     img = Image.fromarray(rgb).convert("RGB")
     draw = ImageDraw.Draw(img)
     h, w = rgb.shape[:2]
     size = max(10, h // 18)
-    rings = []
-    for m in markers:
-        x0, y0, x1, y1 = m["bbox"]
-        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-        rings.append((cx, cy, max(x1 - x0, y1 - y0) / 2 + 5))
     placed: list[tuple[float, float, float, float]] = []
-    for i, (m, (cx, cy, r)) in enumerate(zip(markers, rings)):
-        draw.ellipse((cx - r, cy - r, cx + r, cy + r), outline=MARKER_COLOR, width=2)
+    for i, m in enumerate(markers):
+        x0, y0, x1, y1 = m["box"]
+        cx, cy = m["centre"]
+        if m.get("style") == "outline":
+            pts = list(zip(m["polygon"][0::2], m["polygon"][1::2]))
+            draw.line(pts + pts[:1], fill=MARKER_COLOR, width=2)
+        else:
+            draw.ellipse((x0, y0, x1, y1), outline=MARKER_COLOR, width=2)
         box = draw.textbbox((0, 0), m["label"], font=_font(size))
         tw, th = box[2] - box[0] + 6, box[3] - box[1] + 4
-        others = [(ox - orad, oy - orad, ox + orad, oy + orad) for j, (ox, oy, orad) in enumerate(rings) if j != i]
-        spots = [(cx - tw / 2, cy - r - th - 3), (cx - tw / 2, cy + r + 3), (cx + r + 3, cy - th / 2),
-                 (cx - r - tw - 3, cy - th / 2)]
+        others = [tuple(o["box"]) for j, o in enumerate(markers) if j != i]
+        where = {"above": (cx - tw / 2, y0 - th - 3), "below": (cx - tw / 2, y1 + 3),
+                 "right": (x1 + 3, cy - th / 2), "left": (x0 - tw - 3, cy - th / 2)}
+        spots = [where[s] for s in m.get("spots", SPOTS)]
         spots = [(min(max(x, 2), w - tw - 2), min(max(y, 2), h - th - 2)) for x, y in spots]
         lx, ly = min(spots, key=lambda xy: sum(_overlap((xy[0], xy[1], xy[0] + tw, xy[1] + th), o)
                                                for o in others + placed))

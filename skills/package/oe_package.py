@@ -19,6 +19,7 @@ from forge.artifact_types import Blueprint, OEItem, Package
 from forge.keys import digest
 from forge.skills import SkillContext, skill
 from forge_skills.verify.gates import source_quotas, split_targets
+from forge_skills.synthesize.difficulty import BANDS, band_quotas, mix_report
 
 
 def module_name(package_name: str) -> str:
@@ -66,6 +67,8 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
         visible = {f: getattr(item, f) for f in OEItem.VISIBLE_FIELDS if f != "media"}
         if not item.targets:
             visible.pop("targets")  # only matching items have targets
+        if not item.instruction:
+            visible.pop("instruction")  # only items whose keys rely on a stated convention have one
         item_rows.append({"id": iid, **visible, "media": media_paths})
         answer_rows.append({"id": iid, "answer": item.answer, "answer_index": item.answer_index,
                             "answer_indices": item.answer_indices, "answer_value": item.answer_value, "targets": item.targets,
@@ -134,37 +137,53 @@ def select_composition(blueprint: Blueprint, items: list[tuple[str, OEItem]],
     With items set per source (``kinds``: each item's source kind), each source first gives its
     share of every capability; shortfalls are then filled from any source."""
     quotas = source_quotas(blueprint) if kinds is not None else None
+    shares = blueprint.difficulty
     if quotas is None:
-        return _select(blueprint.capability_targets, items)
+        return _select(blueprint.capability_targets, items, shares)
     source_of = {iid: k for (iid, _), k in zip(items, kinds)}
     selected: list[tuple[str, OEItem]] = []
     for kind, targets in split_targets(blueprint.capability_targets, quotas).items():
-        selected += _select(targets, [(i, it) for i, it in items if source_of[i] == kind])
+        selected += _select(targets, [(i, it) for i, it in items if source_of[i] == kind], shares)
     have: dict[str, int] = {}
     for _, it in selected:
         have[it.capability] = have.get(it.capability, 0) + 1
     chosen = {i for i, _ in selected}
     short = {c: t - have.get(c, 0) for c, t in blueprint.capability_targets.items() if have.get(c, 0) < t}
-    selected += _select(short, [(i, it) for i, it in items if i not in chosen])
+    selected += _select(short, [(i, it) for i, it in items if i not in chosen], shares)
     return sorted(selected, key=lambda x: x[0])
 
 
-def _select(targets: dict[str, int], items: list[tuple[str, OEItem]]) -> list[tuple[str, OEItem]]:
+def _select(targets: dict[str, int], items: list[tuple[str, OEItem]],
+            shares: dict[str, float] | None = None) -> list[tuple[str, OEItem]]:
+    """Per capability, round-robin over its templates (answers taking turns in each); with a
+    difficulty mix, first each band's quota (``band_quotas``), then whatever band is left."""
     by_cap: dict[str, dict[str, list[tuple[str, OEItem]]]] = {}
     for iid, item in sorted(items, key=lambda x: x[0]):
         by_cap.setdefault(item.capability, {}).setdefault(item.template, []).append((iid, item))
+    quotas = band_quotas(targets, {c: {b: sum(it.difficulty == b for pool in by_cap.get(c, {}).values()
+                                             for _, it in pool) for b in BANDS} for c in targets}, shares) \
+        if shares else {}
     selected: list[tuple[str, OEItem]] = []
     for cap, target in sorted(targets.items()):
         pools = [_interleave_answers(by_cap.get(cap, {})[t]) for t in sorted(by_cap.get(cap, {}))]
-        taken = 0
-        depth = 0
-        while taken < target and any(len(p) > depth for p in pools):
-            for p in pools:
-                if len(p) > depth and taken < target:
-                    selected.append(p[depth])
-                    taken += 1
-            depth += 1
+        taken: set[str] = set()
+        for band, quota in (quotas.get(cap) or {}).items():
+            taken |= _round_robin([[x for x in p if x[1].difficulty == band] for p in pools], quota, taken)
+        taken |= _round_robin(pools, target - len(taken), taken)
+        selected += [x for p in pools for x in p if x[0] in taken]
     return sorted(selected, key=lambda x: x[0])
+
+
+def _round_robin(pools: list[list[tuple[str, OEItem]]], n: int, taken: set[str]) -> set[str]:
+    """Up to ``n`` ids not yet taken, one from each pool in turn."""
+    out: set[str] = set()
+    depth = 0
+    while len(out) < n and any(len(p) > depth for p in pools):
+        for p in pools:
+            if len(p) > depth and len(out) < n and p[depth][0] not in taken:
+                out.add(p[depth][0])
+        depth += 1
+    return out
 
 
 def _interleave_answers(pool: list[tuple[str, OEItem]]) -> list[tuple[str, OEItem]]:
@@ -235,6 +254,9 @@ def _composition(blueprint: Blueprint, items: list[OEItem], kinds: list[str]) ->
         "sources": {kind: {"items": n, **({"target": quotas[kind]} if quotas else {}), "capabilities": dict(sorted(Counter(i.capability for i, k in zip(items, kinds)
                                                                           if k == kind).items()))}
                     for kind, n in sorted(Counter(kinds).items())},
+        **({"difficulty": mix_report([i.difficulty for i in items], blueprint.difficulty,
+                                     {c: dict(sorted(Counter(i.difficulty for i in items if i.capability == c).items()))
+                                      for c in sorted(caps)})} if blueprint.difficulty else {}),
         "templates": dict(sorted(tpls.items())),
         "answer_positions": {t: {str(k): v for (tt, k), v in sorted(answers.items(), key=lambda x: (x[0][0], str(x[0][1])))
                                  if tt == t} for t in sorted(tpls)},
@@ -256,6 +278,11 @@ def _readme(blueprint: Blueprint, composition: dict[str, Any], mod: str, quality
     for cap, why in composition.get("unavailable", {}).items():
         lines += ["", f"Asked for but not included: {cap}. {why[0].upper() + why[1:]}; its share went to the "
                       "other capabilities."]
+    mix = composition.get("difficulty")
+    if mix:
+        lines += ["", "Difficulty, rated from each item's own margins: " + ", ".join(
+            f"{b} {mix['items'][b]} ({mix['shares'][b]:.0%}, asked {mix['target_shares'][b]:.0%})" for b in mix["items"])
+            + ("." if mix["met"] else f"; not met: {mix['shortfall']}.")]
     review = composition.get("human_review")
     if review:
         lo, hi = review["ci95"]
@@ -263,6 +290,9 @@ def _readme(blueprint: Blueprint, composition: dict[str, Any], mod: str, quality
                       f"({review['accuracy']:.0%}, 95% interval {lo:.0%}-{hi:.0%}; {review['ambiguous']} ambiguous, "
                       f"{review['wrong']} wrong, by {', '.join(review['reviewers'])}). Items judged wrong or ambiguous "
                       "were repaired or removed before this release."]
+        if review.get("trivial"):
+            t = review["trivial"]
+            lines[-1] += f" {t['marked']} of the {t['n']} asked were marked answerable at a glance."
     if quality is not None:
         avg = (quality.get("average") or {}).get("items") or {}
         if avg.get("overall") is not None:

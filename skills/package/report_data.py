@@ -125,7 +125,8 @@ def _composition(items: list[dict[str, Any]], composition: dict[str, Any]) -> di
             "capabilities": caps, "question_types": qts,
             "counts": [[cells[(c, q)] for q in qts] for c in caps],
             "by_source": {k: v.get("items") if isinstance(v, dict) else v
-                          for k, v in sorted((composition.get("sources") or {}).items())}}
+                          for k, v in sorted((composition.get("sources") or {}).items())},
+            **({"difficulty": composition["difficulty"]} if composition.get("difficulty") else {})}
 
 
 def model_results(panel: dict[str, Any], rows: list[dict[str, Any]],

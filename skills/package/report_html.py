@@ -66,6 +66,14 @@ def _composition(c: dict[str, Any]) -> list[str]:
     out.append(_table("composition", [by, "items"], rows, "no items"))
     if c.get("by_source"):
         out.append(_table("sources", ["source", "items"], list(c["by_source"].items()), "no source"))
+    mix = c.get("difficulty")
+    if mix:
+        out.append('<p class="note">Difficulty, rated from each item\'s own margins (area ratio, image gap, count '
+                   'size, distractors sharing the named object\'s colour or kind); asked shares beside reached ones'
+                   + ("." if mix["met"] else f"; not met: {escape(mix['shortfall'])}.") + "</p>")
+        out.append(_table("difficulty", ["band", "items", "share", "asked"],
+                          [(b, mix["items"][b], f"{mix['shares'][b]:.0%}", f"{mix['target_shares'][b]:.0%}")
+                           for b in mix["items"]], "no items"))
     return out
 
 
@@ -183,7 +191,10 @@ def _blind(blind: list[dict[str, Any]]) -> list[str]:
 
 def _review(review: dict[str, Any] | None) -> list[str]:
     out = ["<h2>Human review</h2>"]
-    head = ["reviewed", "correct", "accuracy", "95% interval", "released reviewed", "released accuracy"]
+    head = ["reviewed", "correct", "accuracy", "95% interval", "released reviewed", "released accuracy",
+            "marked trivial"]
+    trivial = (review or {}).get("trivial")
     rows = [(review.get("reviewed"), review.get("correct"), review.get("accuracy"), str(review.get("ci95")),
-             review.get("released_reviewed"), review.get("released_accuracy"))] if review else []
+             review.get("released_reviewed"), review.get("released_accuracy"),
+             f"{trivial['marked']} of {trivial['n']}" if trivial else "not asked")] if review else []
     return out + [_table("review", head, rows, "no review imported")]

@@ -15,10 +15,11 @@ import numpy as np
 
 from forge.artifact_types import EvidenceObject, EvidenceRecord, EvidenceView, ObjectViewFact, SourceRecord
 from forge.skills import SkillContext, skill
-from forge_skills.structure.appearance import ColourReading, name_referents, read_colour
+from forge_skills.structure.source_rules import descriptor_reads, source_rules
+from forge_skills.structure.appearance import ColourReading, name_referents, read_colour, srgb_to_lab
 
 
-@skill("structure.rendered_evidence", stage="S3", parallel=True, pool_from=100)  # about 40 ms a scene
+@skill("structure.rendered_evidence", stage="S3", parallel=True, pool_from=100, reads=descriptor_reads)  # about 40 ms a scene
 def rendered_evidence(ctx: SkillContext, source: SourceRecord) -> list[EvidenceRecord]:
     """Visible pixels, 2D box, centroid, median depth, colour and truncation of every object in
     every view."""
@@ -58,7 +59,14 @@ def measure_evidence(source: SourceRecord, source_id: str, arrays: dict[str, np.
                 readings[obj.name].append(reading)
                 fact.colour = reading.name
                 fact.colour_lab = [round(c, 2) for c in reading.lab]
+                fact.contrast = surround_contrast(rgb, mask, fact.bbox_2d)
+                whole = (view.whole_pixels or {}).get(obj.name)
+                if whole:
+                    fact.visible_share = round(min(1.0, count / whole), 4)
+                    outside = (view.outside_pixels or {}).get(obj.name, 0)
+                    fact.border_share = round(outside / (whole + outside), 4)
             facts.append(fact)
+    conventions, referents = source_rules(source.source_kind)
     naming = name_referents([(o.name, o.category) for o in source.objects], readings,
                             by_identity=source.naming == "identity")
     for f in facts:
@@ -66,7 +74,8 @@ def measure_evidence(source: SourceRecord, source_id: str, arrays: dict[str, np.
     return EvidenceRecord(
         source=source_id, scene_index=source.scene_index,
         views=[EvidenceView(index=v.index, rgb=v.rgb, width=v.width, height=v.height, camera_position=v.camera_position,
-                            role=v.role, time=v.time, forward=v.forward, body_pixels=v.body_pixels)
+                            role=v.role, time=v.time, forward=v.forward, body_pixels=v.body_pixels,
+                            intrinsics=v.intrinsics, view_matrix=v.view_matrix)
                for v in source.views],
         objects=[EvidenceObject(name=naming[o.name].name, category=o.category, color=naming[o.name].colour,
                                 source_name=o.name, referable=naming[o.name].referable, naming=naming[o.name].reason,
@@ -78,13 +87,35 @@ def measure_evidence(source: SourceRecord, source_id: str, arrays: dict[str, np.
                                             **({"resting_on": naming[o.support].name} if o.support in naming else {})})
                  for o in source.objects],
         facts=facts,
-        robot_base=source.robot_base,
+        robot_base=source.robot_base, conventions=conventions, referent_rules=referents,
         gripper=_named_gripper(source.gripper, naming),
         timeline=None if source.timeline is None else [
             {**t, "gripper": _named_gripper(t.get("gripper"), naming),
              "heights": {naming[n].name: z for n, z in (t.get("heights") or {}).items() if n in naming}}
             for t in source.timeline],
     )
+
+
+SURROUND_PX = 3  # the ring of pixels around an object its contrast is measured against
+
+
+def surround_contrast(rgb: np.ndarray, mask: np.ndarray, bbox: list[int]) -> float | None:
+    """CIELAB distance between the median colour of an object's pixels and that of the pixels just
+    around it (whatever they show: table, floor, another object): a black object on a black
+    table top scores near 0."""
+    from scipy.ndimage import binary_dilation
+
+    h, w = mask.shape
+    x0, y0 = max(0, bbox[0] - SURROUND_PX), max(0, bbox[1] - SURROUND_PX)
+    x1, y1 = min(w, bbox[2] + SURROUND_PX + 1), min(h, bbox[3] + SURROUND_PX + 1)
+    crop = mask[y0:y1, x0:x1]
+    ring = binary_dilation(crop, iterations=SURROUND_PX) & ~crop
+    if not ring.any():
+        return None
+    pixels = rgb[y0:y1, x0:x1]
+    inside = np.median(srgb_to_lab(pixels[crop]), axis=0)
+    around = np.median(srgb_to_lab(pixels[ring]), axis=0)
+    return round(float(np.linalg.norm(inside - around)), 2)
 
 
 def _named_gripper(gripper: dict | None, naming: dict) -> dict | None:

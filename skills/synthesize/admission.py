@@ -20,6 +20,9 @@ from typing import Any
 
 from forge.artifact_types import EvidenceRecord
 from forge_skills.synthesize.answer_rules import Derivation, FactTable, rule_for
+from forge_skills.synthesize.conventions import statements
+from forge_skills.synthesize.rules_scene import plural
+from forge_skills.package.media import marker_layout
 from forge_skills.structure.appearance import MIN_NAMED_PIXELS
 
 NAMED_OPTION_KINDS = ("objects", "matching")
@@ -101,7 +104,7 @@ def _seen(ft: FactTable, obj: str, v: int, rule: dict[str, Any]) -> str | None:
     cut = rule.get("max_truncation")
     if cut is not None and f.truncation is not None and f.truncation > float(cut):
         return f"{obj} is {f.truncation:.0%} outside view {v} (at most {float(cut):.0%})"
-    return None
+    return ft.makes_out(obj, v)
 
 
 def visibility_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slots: dict[str, Any]) -> str | None:
@@ -153,10 +156,87 @@ def completeness_problem(ft: FactTable, tpl: dict[str, Any]) -> str | None:
     return None
 
 
+# An object whose centre lies inside another's ring competes for its label when it is at least
+# this large beside the marked one (a row of ships, not the cars parked beside a plane), or is
+# of the kind the question names (the ships inside a harbour's ring).
+COMPETING_SHARE = 0.25
+
+
+def marks_of(ft: FactTable, labelled: dict[str, str], view: int) -> list[dict[str, Any]]:
+    """Label -> object, as the boxes, centroids and labelled outlines ``marker_layout`` places
+    markers by."""
+    return [{"label": label, "object": name, "bbox": ft.fact(name, view).bbox_2d,
+             "centre": ft.fact(name, view).center_2d, "polygon": ft.object(name).attributes.get("polygon")}
+            for label, name in labelled.items()]
+
+
+def marker_style(tpl: dict[str, Any]) -> str:
+    return "outline" if tpl["media"].get("markers") == "outline" else "ring"
+
+
+def marker_geometry(markers: list[dict[str, Any]], view: Any) -> list[dict[str, Any]]:
+    """The markers as a solver that sees no pixels would: label, centre and size (the ring's
+    radius, or half the outline's larger side) as shares of the image."""
+    out = []
+    for m in markers:
+        x0, y0, x1, y1 = m["box"]
+        out.append({"label": m["label"], "x": round(m["centre"][0] / view.width, 4),
+                    "y": round(m["centre"][1] / view.height, 4), "r": round(max(x1 - x0, y1 - y0) / 2 / view.height, 4)})
+    return out
+
+
+def _inside(marker: dict[str, Any], x: float, y: float) -> bool:
+    if marker.get("style") != "outline":
+        (cx, cy), r = marker["centre"], marker["radius"]
+        return (x - cx) ** 2 + (y - cy) ** 2 < r * r
+    pts = list(zip(marker["polygon"][0::2], marker["polygon"][1::2]))
+    hit = False
+    for (x1, y1), (x2, y2) in zip(pts, pts[1:] + pts[:1]):  # even-odd rule
+        if (y1 > y) != (y2 > y) and x < x1 + (y - y1) * (x2 - x1) / (y2 - y1):
+            hit = not hit
+    return hit
+
+
+def marker_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slots: dict[str, Any]) -> str | None:
+    """A ring that would also enclose another object (a region that holds other labelled objects,
+    a small object's ring sized for a large one): the label would not single out one thing."""
+    layout = tpl["media"].get("layout", "single_view")
+    if layout == "top_down_forward" and "object" in slots:
+        where, labelled = ft.views_with_role(["overview"])[0], {"A": slots["object"]}
+    elif tpl["media"].get("markers") and "marked" in slots and view is not None:
+        where, labelled = view, dict(zip(tpl["options"].get("labels", ["A", "B"]), slots["marked"]))
+    else:
+        return None
+    if any(ft.fact(n, where).bbox_2d is None for n in labelled.values()):
+        return "a marked object is not in view"
+    # Kinds the item names or marks: an object of one of them inside another's marker is a second
+    # answer (the ships inside a harbour's outline, when the question is which one is a ship).
+    kinds = set(slot_names(slots.get("category"))) | {plural(ft.category(n)) for n in labelled.values()}
+    for m in marker_layout(marks_of(ft, labelled, where), style=marker_style(tpl)):
+        size = ft.fact(m["object"], where).visible_pixels
+        for other in ft.objects:
+            f = ft.fact(other, where)
+            if other == m["object"] or f.center_2d is None or not f.visible_pixels:
+                continue
+            competes = f.visible_pixels >= COMPETING_SHARE * size or \
+                (plural(ft.category(other)) in kinds and ft.category(other) != ft.category(m["object"]))
+            if competes and _inside(m, *f.center_2d):
+                return f"the {m['style']} around {m['object']} would also enclose {other}"
+    return None
+
+
+def convention_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slots: dict[str, Any]) -> str | None:
+    """Why the item could not state a convention its key relies on (a scale reference out of view)."""
+    if not tpl.get("assumptions"):
+        return None
+    return statements(ft.evidence, tpl, shown_views(ft, tpl, view, slots))[1]
+
+
 def admission_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slots: dict[str, Any]) -> str | None:
     """Why these slots may not make an item of this template, or None."""
     return (completeness_problem(ft, tpl) or naming_problem(ft, tpl, view, slots)
-            or visibility_problem(ft, tpl, view, slots))
+            or visibility_problem(ft, tpl, view, slots) or marker_problem(ft, tpl, view, slots)
+            or convention_problem(ft, tpl, view, slots))
 
 
 def question_kinds(ft: FactTable, tpl: dict[str, Any], slots: dict[str, Any]) -> list[str]:

@@ -9,12 +9,16 @@ evidence never passes.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from forge.artifact_types import EvidenceRecord, ObjectViewFact
+from forge_skills.synthesize.conventions import of_field
+from forge_skills.synthesize.difficulty import (by_count, by_field, by_grounding, by_image_ratio, by_reach, by_turn,
+                                                by_view_ratio, by_visible, constant)
 
 FIELDS = ("center_x", "center_y", "median_depth", "visible_pixels")
 
@@ -67,6 +71,51 @@ class FactTable:
     def label_ok(self, name: str) -> bool:
         return bool(self._objects[name].attributes.get("label_ok", True))
 
+    def makes_out(self, obj: str, view: int, border: bool = True) -> str | None:
+        """Why a person could not make out ``obj`` in ``view`` by the source's referent rules (too
+        small for its category, mostly hidden, cut off by the border, lost against what surrounds
+        it), or None. A source without rules, or a fact it did not measure, sets no limit. The
+        border's cut is measured on the object's own projection where the source rendered it
+        alone, else on its projected 3D box; ``border=False`` leaves it out (a count states that
+        objects the border cuts count too)."""
+        rules = self.evidence.referent_rules
+        if not rules:
+            return None
+        f = self.fact(obj, view)
+        sizes = rules.get("min_pixels") or {}
+        need = int(sizes.get(self.category(obj), sizes.get("default", 0)))
+        if f.visible_pixels < need:
+            return f"{obj} shows {f.visible_pixels} px in view {view}; a {self.category(obj)} needs {need} to be recognised"
+        cut = rules.get("max_truncation")
+        outside = f.border_share if f.border_share is not None else f.truncation
+        if border and cut is not None and outside is not None and outside > float(cut):
+            return f"{obj} is {outside:.0%} outside view {view} (a referent at most {float(cut):.0%})"
+        share = rules.get("min_visible_share")
+        if share is not None and f.visible_share is not None and f.visible_share < float(share):
+            return f"only {f.visible_share:.0%} of {obj} shows in view {view} (needs {float(share):.0%})"
+        contrast = rules.get("min_contrast")
+        if contrast is not None and f.contrast is not None and f.contrast < float(contrast):
+            return f"{obj} stands out from its surroundings by {f.contrast:.0f} (CIELAB) in view {view} " \
+                   f"(needs {float(contrast):.0f})"
+        return None
+
+    def project(self, point: Any, view: int) -> tuple[float, float] | None:
+        """Pixel (u, v) of a world point in a calibrated view; None when the view has no camera
+        geometry or the point is behind the camera."""
+        v = self.view(view)
+        if v.intrinsics is None or v.view_matrix is None:
+            return None
+        cam = np.array(v.view_matrix, dtype=float).reshape(4, 4, order="F") @ np.array([*point, 1.0])
+        z = -float(cam[2])
+        if z <= 1e-6:
+            return None
+        return v.intrinsics["cx"] + v.intrinsics["fx"] * float(cam[0]) / z, \
+            v.intrinsics["cy"] - v.intrinsics["fy"] * float(cam[1]) / z
+
+    def clear(self, obj: str, view: int, min_pixels: float, border: bool = True) -> bool:
+        """Clearly seen: at least ``min_pixels`` and made out by the source's referent rules."""
+        return self.fact(obj, view).visible_pixels >= min_pixels and self.makes_out(obj, view, border) is None
+
     def frames(self) -> list[int]:
         """Views that are moments of a trajectory, in time order (overviews excluded)."""
         timed = [v for v in self.evidence.views if v.time is not None and v.role != "overview"]
@@ -80,6 +129,46 @@ class FactTable:
 
 
 Derivation = tuple[str | None, dict[str, Any]]
+
+# What a person sees of a comparison, beside its metric margin: a depth gap shows as the nearer
+# object standing lower in the image (height in the visual field, a share of the image height),
+# a size difference as an area ratio.
+MIN_DEPTH_CUE = 0.04
+MIN_AREA_RATIO = 1.3
+
+
+def depth_cue(ft: FactTable, view: int, near: str, far: str) -> float | None:
+    """How far below the farther object the nearer one stands in the image, as a share of the
+    image height: the rows where each one's vertical line meets the lower of their two resting
+    heights (on a common floor or table top, the nearer is the lower). None in an uncalibrated view."""
+    a, b = ft.object(near), ft.object(far)
+    if a.box_3d_min is None or b.box_3d_min is None or a.box_3d_max is None or b.box_3d_max is None:
+        return None
+    z = min(a.box_3d_min[2], b.box_3d_min[2])
+    foot = [ft.project([(o.box_3d_min[0] + o.box_3d_max[0]) / 2, (o.box_3d_min[1] + o.box_3d_max[1]) / 2, z], view)
+            for o in (a, b)]
+    if foot[0] is None or foot[1] is None:
+        return None
+    return (foot[0][1] - foot[1][1]) / ft.view(view).height
+
+
+def image_margin(ft: FactTable, view: int, field: str, low: str, high: str, tpl: dict[str, Any]
+                 ) -> tuple[float | None, str | None]:
+    """(the margin a person sees, why it is too small) between two objects whose ``field`` values
+    are ordered low < high: for depth the nearer one's drop below the farther in the image, for
+    area the ratio of the larger to the smaller. Image positions are their own margin."""
+    if field == "median_depth":
+        cue = depth_cue(ft, view, low, high)
+        need = _adm(tpl, "min_depth_cue", MIN_DEPTH_CUE)
+        if cue is not None and cue < need:
+            return cue, f"the nearer {low} stands {cue:.1%} of the image below the {high} (needs {need:.0%})"
+        return cue, None
+    if field == "visible_pixels":
+        small, large = ft.value(low, view, field), ft.value(high, view, field)
+        ratio = large / max(small, 1.0)
+        need = _adm(tpl, "min_area_ratio", MIN_AREA_RATIO)
+        return ratio, (None if ratio >= need else f"area ratio {ratio:.2f} below {need:.2f}")
+    return None, None
 
 
 def _adm(tpl: dict[str, Any], key: str, default: float) -> float:
@@ -106,7 +195,12 @@ def _extreme_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
     margin = abs(values[ranked[0]] - values[ranked[1]])
     if margin < _adm(tpl, "min_margin", 0.0):
         return None, {"reason": f"margin {margin:.3f} below admission", "values": values}
-    return ranked[0], {"field": rule["field"], "pick": rule.get("pick", "min"), "values": values, "margin": margin}
+    low, high = sorted(ranked[:2], key=lambda n: values[n])
+    seen, why = image_margin(ft, view, rule["field"], low, high, tpl)
+    if why:
+        return None, {"reason": why, "values": values}
+    return ranked[0], {"field": rule["field"], "pick": rule.get("pick", "min"), "values": values, "margin": margin,
+                       **({"image_margin": round(seen, 4)} if seen is not None else {})}
 
 
 def _extreme_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
@@ -136,9 +230,13 @@ def _compare_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
     margin = abs(va - vb)
     if margin < _adm(tpl, "min_margin", 0.0):
         return None, {"reason": f"margin {margin:.3f} below admission"}
+    seen, why = image_margin(ft, view, rule["field"], *((a, b) if va < vb else (b, a)), tpl)
+    if why:
+        return None, {"reason": why}
     holds = va < vb if rule.get("relation", "less") == "less" else va > vb
     return ("yes" if holds else "no"), {"field": rule["field"], "relation": rule.get("relation", "less"),
-                                         "values": {a: va, b: vb}, "margin": margin}
+                                         "values": {a: va, b: vb}, "margin": margin,
+                                         **({"image_margin": round(seen, 4)} if seen is not None else {})}
 
 
 def _compare_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
@@ -197,7 +295,8 @@ def _marked_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Ca
     min_vis = _adm(tpl, "min_visible_pixels", 1)
     visible = [o for o in ft.visible(view, int(min_vis)) if ft.fact(o, view).visible_pixels >= min_vis]
     # Rare settings (options sharing a category, more than two labels): every pair is derived exactly.
-    near_all = bool(tpl["admission"].get("same_category")) or len(tpl["options"].get("labels", ["A", "B"])) != 2
+    near_all = bool(tpl["admission"].get("same_category")) or len(tpl["options"].get("labels", ["A", "B"])) != 2 \
+        or rule["field"] in ("median_depth", "visible_pixels")  # an image margin to check per pair
     pairs, near = separated_pairs(ft, view, visible, _adm(tpl, "min_separation_px", 0), rule["field"],
                                   _adm(tpl, "min_margin", 0.0))
     labels = tpl["options"].get("labels", ["A", "B"])
@@ -221,9 +320,9 @@ def _marked_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Ca
 def _visible_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     px = ft.fact(slots["object"], view).visible_pixels
     if px >= _adm(tpl, "min_visible_pixels", 1):
-        return "yes", {"visible_pixels": px}
+        return "yes", {"visible_pixels": px, "object": slots["object"]}
     if px == 0:
-        return "no", {"visible_pixels": px}
+        return "no", {"visible_pixels": px, "object": slots["object"]}
     return None, {"reason": f"{px} visible pixels is neither clearly visible nor absent"}
 
 
@@ -279,9 +378,9 @@ def _count_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str
     category = slots.get("category")
     pool = [o for o in ft.objects if category is None or ft.category(o) == category]
     px = {o: ft.fact(o, view).visible_pixels for o in pool}
-    unclear = [o for o, p in px.items() if 0 < p < min_vis]
+    unclear = [o for o, p in px.items() if p > 0 and not ft.clear(o, view, min_vis, border=False)]
     if unclear:
-        return None, {"reason": f"{len(unclear)} object(s) only partly visible"}
+        return None, {"reason": f"{len(unclear)} object(s) seen but not clearly enough to count"}
     n = sum(1 for p in px.values() if p >= min_vis)
     if n < _adm(tpl, "min_count", 0):
         return None, {"reason": "too few objects to count"}
@@ -301,8 +400,8 @@ def _count_beside_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: d
     anchor = slots["anchor"]
     min_vis = _adm(tpl, "min_visible_pixels", 1)
     px = {o: ft.fact(o, view).visible_pixels for o in ft.objects}
-    if any(0 < p < min_vis for p in px.values()):
-        return None, {"reason": "an object is only partly visible"}
+    if any(p > 0 and not ft.clear(o, view, min_vis, border=False) for o, p in px.items()):
+        return None, {"reason": "an object is seen but not clearly enough to count"}
     if px[anchor] < min_vis:
         return None, {"reason": f"{anchor} is not clearly visible"}
     x = {o: ft.value(o, view, "center_x") for o, p in px.items() if p >= min_vis}
@@ -339,7 +438,15 @@ def _order_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str
     gaps = [abs(values[a] - values[b]) for a, b in zip(ranked, ranked[1:])]
     if min(gaps) < _adm(tpl, "min_margin", 0.0):
         return None, {"reason": "two neighbours in the order are too close"}
-    return " > ".join(ranked), {"values": values, "margin": min(gaps)}
+    seen = []
+    for a, b in zip(ranked, ranked[1:]):
+        m, why = image_margin(ft, view, rule["field"], *sorted((a, b), key=lambda n: values[n]), tpl)
+        if why:
+            return None, {"reason": why}
+        if m is not None:
+            seen.append(m)
+    return " > ".join(ranked), {"values": values, "margin": min(gaps),
+                                **({"image_margin": round(min(seen), 4)} if seen else {})}
 
 
 def _order_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
@@ -356,8 +463,8 @@ def _order_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Can
 def _visible_set_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     min_vis = _adm(tpl, "min_visible_pixels", 1)
     px = {n: ft.fact(n, view).visible_pixels for n in slots["objects"]}
-    if any(0 < p < min_vis for p in px.values()):
-        return None, {"reason": "an option is only partly visible"}
+    if any(p > 0 and not ft.clear(n, view, min_vis) for n, p in px.items()):
+        return None, {"reason": "an option is seen but not clearly"}
     seen = sorted(n for n, p in px.items() if p >= min_vis)
     if not seen or len(seen) == len(px):
         return None, {"reason": "needs both visible and absent options"}
@@ -390,7 +497,32 @@ def _nearest_to_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dic
     margin = dist[ranked[1]] - dist[ranked[0]]
     if margin < _adm(tpl, "min_margin", 0.05):
         return None, {"reason": f"margin {margin:.3f} m below admission"}
+    seen = image_separations(ft, view, anchor, names)
+    if seen is not None:
+        ratio = seen[ranked[1]] / max(seen[ranked[0]], 1e-6)
+        need = _adm(tpl, "min_image_ratio", MIN_IMAGE_RATIO)
+        if min(seen, key=seen.get) != ranked[0] or ratio < need:
+            return None, {"reason": f"in the image the {ranked[0]} is not clearly the nearest to the {anchor} "
+                                    f"(ratio {ratio:.2f}, needs {need:.2f})"}
+        return ranked[0], {"distances_m": dist, "margin": margin, "image_margin": round(ratio, 4)}
     return ranked[0], {"distances_m": dist, "margin": margin}
+
+
+MIN_IMAGE_RATIO = 1.25  # the second nearest at least this much further from the anchor in the image
+
+
+def image_separations(ft: FactTable, view: int, anchor: str, names: list[str]) -> dict[str, float] | None:
+    """Image distance (pixels) from the anchor to each object, between the points where their
+    vertical lines meet the lowest resting height among them; None in an uncalibrated view."""
+    objs = [ft.object(n) for n in [anchor, *names]]
+    if any(o.box_3d_min is None or o.box_3d_max is None for o in objs):
+        return None
+    z = min(o.box_3d_min[2] for o in objs)
+    feet = [ft.project([(o.box_3d_min[0] + o.box_3d_max[0]) / 2, (o.box_3d_min[1] + o.box_3d_max[1]) / 2, z], view)
+            for o in objs]
+    if any(f is None for f in feet):
+        return None
+    return {n: float(np.hypot(f[0] - feet[0][0], f[1] - feet[0][1])) for n, f in zip(names, feet[1:])}
 
 
 def _nearest_to_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
@@ -403,6 +535,34 @@ def _nearest_to_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> lis
             answer, d = _nearest_to_derive(ft, view, {"anchor": anchor, "objects": list(combo)}, tpl)
             if answer is not None:
                 out.append(Candidate({"anchor": anchor, "objects": list(combo)}, answer, d["margin"], d["distances_m"]))
+    return out
+
+
+def _marked_nearest_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    """Which of two marked objects stands nearer the named anchor: the markers alone cannot tell,
+    as nothing in them says where the anchor is."""
+    labels = tpl["options"].get("labels", ["A", "B"])
+    marked = list(slots["marked"])
+    centers = [ft.fact(n, view).center_2d for n in marked]
+    if any(c is None for c in centers):
+        return None, {"reason": "a marked object is not visible"}
+    gap = math.dist(centers[0], centers[1])
+    if gap < _adm(tpl, "min_separation_px", 0):
+        return None, {"reason": f"markers {gap:.0f} px apart, below admission"}
+    answer, d = _nearest_to_derive(ft, view, {"anchor": slots["anchor"], "objects": marked}, tpl)
+    if answer is None:
+        return None, d
+    return labels[marked.index(answer)], {**d, "labels": dict(zip(labels, marked))}
+
+
+def _marked_nearest_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
+    out = []
+    for anchor in visible:
+        for a, b in itertools.permutations([o for o in visible if o != anchor], 2):
+            answer, d = _marked_nearest_derive(ft, view, {"anchor": anchor, "marked": [a, b]}, tpl)
+            if answer is not None:
+                out.append(Candidate({"anchor": anchor, "marked": [a, b]}, answer, d["margin"], d["distances_m"]))
     return out
 
 
@@ -480,7 +640,7 @@ def _grounding_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict
               for a, b in itertools.combinations(facts, 2))
     if gap < _adm(tpl, "min_separation_px", 0):
         return None, {"reason": f"markers {gap:.0f} px apart, below admission"}
-    return labels[marked.index(target)], {"labels": dict(zip(labels, marked)), "separation_px": gap}
+    return labels[marked.index(target)], {"labels": dict(zip(labels, marked)), "target": target, "separation_px": gap}
 
 
 def _grounding_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
@@ -518,9 +678,20 @@ class Rule:
     # A rule whose slots, question types and behaviour a template declares (``program``): rule_for
     # gives the rule this function makes from the template.
     for_template: Callable[[dict[str, Any]], "Rule"] | None = None
+    # The conventions its key relies on, which a template must state (see conventions.py): a
+    # tuple, or a function of the template for rules whose conventions follow their field.
+    conventions: tuple[str, ...] | Callable[[dict[str, Any]], tuple[str, ...]] = ()
+    # How demanding an item is from its derivation (see difficulty.py); medium when unrated.
+    difficulty: Callable[[dict[str, Any], dict[str, Any], Any, Any], str] | None = None
 
     def quantity_of(self, template: dict[str, Any]) -> str:
         return self.quantity(template) if self.quantity else self.name
+
+    def difficulty_of(self, why: dict[str, Any], template: dict[str, Any], ft: "FactTable", view: Any) -> str:
+        return self.difficulty(why, template, ft, view) if self.difficulty else "medium"
+
+    def conventions_of(self, template: dict[str, Any]) -> tuple[str, ...]:
+        return tuple(self.conventions(template) if callable(self.conventions) else self.conventions)
 
 
 def _field(tpl: dict[str, Any]) -> str:
@@ -529,29 +700,42 @@ def _field(tpl: dict[str, Any]) -> str:
 
 RULES: dict[str, Rule] = {
     r.name: r for r in (
-        Rule("extreme", _extreme_candidates, _extreme_derive, ("objects",), ("single_choice",), _field),
-        Rule("compare", _compare_candidates, _compare_derive, ("a", "b"), ("yes_no",), _field, whole_order=True),
+        Rule("extreme", _extreme_candidates, _extreme_derive, ("objects",), ("single_choice",), _field,
+             conventions=of_field, difficulty=by_field),
+        Rule("compare", _compare_candidates, _compare_derive, ("a", "b"), ("yes_no",), _field, whole_order=True,
+             conventions=of_field, difficulty=by_field),
         Rule("marked_compare", _marked_candidates, _marked_derive, ("marked",), ("marked_object_choice",), _field,
-             whole_order=True),
+             whole_order=True, conventions=of_field, difficulty=by_field),
         Rule("visible", per_object(_visible_derive, lambda d: d["visible_pixels"]),
-             _visible_derive, ("object",), ("yes_no",), lambda t: "visible"),
+             _visible_derive, ("object",), ("yes_no",), lambda t: "visible", difficulty=by_visible),
         Rule("best_view", per_object(_best_view_derive, lambda d: d["ratio"], lambda d: d["visible_pixels"]),
-             _best_view_derive, ("object",), ("multi_view_choice",)),
+             _best_view_derive, ("object",), ("multi_view_choice",), conventions=("apparent_size",),
+             difficulty=by_view_ratio),
         Rule("only_view", per_object(_only_view_derive, lambda d: max(d["visible_pixels"].values()),
                                      lambda d: d["visible_pixels"]),
              _only_view_derive, ("object",), ("multi_view_choice",)),
-        Rule("count", _count_candidates, _count_derive, (), ("numeric", "interval_choice"), complete_labels=True),
+        Rule("count", _count_candidates, _count_derive, (), ("numeric", "interval_choice"), complete_labels=True,
+             conventions=("counted",), difficulty=by_count),
         Rule("count_beside", _count_beside_candidates, _count_beside_derive, ("anchor",), ("numeric",),
-             lambda t: f"count_beside:{t['answer_rule'].get('side', 'left')}", complete_labels=True),
-        Rule("order", _order_candidates, _order_derive, ("objects",), ("ordered_list",), _field, whole_order=True),
+             lambda t: f"count_beside:{t['answer_rule'].get('side', 'left')}", complete_labels=True,
+             conventions=("counted", "image_sides"), difficulty=by_count),
+        Rule("order", _order_candidates, _order_derive, ("objects",), ("ordered_list",), _field, whole_order=True,
+             conventions=of_field, difficulty=by_field),
         Rule("visible_set", _visible_set_candidates, _visible_set_derive, ("objects",), ("multiple_choice",),
              lambda t: "visible", whole_order=True),
-        Rule("nearest_to", _nearest_to_candidates, _nearest_to_derive, ("anchor", "objects"), ("single_choice",)),
-        Rule("distance", _distance_candidates, _distance_derive, ("a", "b"), ("numeric",)),
+        Rule("nearest_to", _nearest_to_candidates, _nearest_to_derive, ("anchor", "objects"), ("single_choice",),
+             conventions=("separation",), difficulty=by_image_ratio),
+        Rule("marked_nearest_to", _marked_nearest_candidates, _marked_nearest_derive, ("anchor", "marked"),
+             ("marked_object_choice",), lambda t: "nearest_to", conventions=("separation",),
+             difficulty=by_image_ratio),
+        Rule("distance", _distance_candidates, _distance_derive, ("a", "b"), ("numeric",),
+             conventions=("scale", "separation"), difficulty=constant("hard")),
         Rule("reach", per_object(_reach_derive, lambda d: abs(d["distance_m"] - d["reach_m"])),
-             _reach_derive, ("object",), ("yes_no",)),
-        Rule("orbit", _orbit_candidates, _orbit_derive, ("pair",), ("single_choice",)),
-        Rule("grounding", _grounding_candidates, _grounding_derive, ("target", "marked"), ("grounding_choice",)),
+             _reach_derive, ("object",), ("yes_no",), conventions=("reach", "scale"), difficulty=by_reach),
+        Rule("orbit", _orbit_candidates, _orbit_derive, ("pair",), ("single_choice",),
+             difficulty=by_turn("turn_degrees", 90, 45)),
+        Rule("grounding", _grounding_candidates, _grounding_derive, ("target", "marked"), ("grounding_choice",),
+             difficulty=by_grounding),
     )
 }
 

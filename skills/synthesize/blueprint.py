@@ -61,7 +61,7 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
         sources=sources, gates=intent.gates.model_dump(mode="json"),
         intent_hash=digest(ctx.params.intent),
         capability_sources=ctx.params.chosen_by or _capability_sources(ctx.params.intent, oe.focus),
-        composition_tolerance=oe.tolerance,
+        composition_tolerance=oe.tolerance, difficulty=dict(oe.difficulty),
         unavailable=unavailable,
     )]
 

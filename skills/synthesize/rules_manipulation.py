@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from forge_skills.synthesize.difficulty import constant
 from forge_skills.synthesize.answer_rules import Candidate, Derivation, FactTable, Rule, _adm, per_object, register
 from forge_skills.synthesize.rules_scene import frame_label
 
@@ -132,7 +133,8 @@ def _stacked_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
     return None, {"reason": "what it rests on is unclear"}
 
 
-register(Rule("gripper_closed", _gripper_closed_candidates, _gripper_closed_derive, (), ("yes_no",)))
+register(Rule("gripper_closed", _gripper_closed_candidates, _gripper_closed_derive, (), ("yes_no",),
+              difficulty=constant("easy")))
 register(Rule("holding", per_object(_holding_derive), _holding_derive, ("object",), ("yes_no",)))
 register(Rule("hinge_open", per_object(_hinge_open_derive, lambda d: d["opening_deg"]), _hinge_open_derive,
               ("object",), ("yes_no",)))

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from forge_skills.synthesize.difficulty import banded, by_count, by_turn, constant
 from forge_skills.synthesize.answer_rules import Candidate, Derivation, FactTable, Rule, _adm, _center_of, per_object, register
 
 
@@ -275,8 +276,8 @@ def _count_category_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl:
         return None, {"reason": "no object of this kind in the scene"}
     min_vis = _adm(tpl, "min_visible_pixels", 1)
     px = {o: ft.fact(o, view).visible_pixels for o in pool}
-    if any(0 < p < min_vis for p in px.values()):
-        return None, {"reason": "an object of this kind is only partly visible"}
+    if any(p > 0 and not ft.clear(o, view, min_vis, border=False) for o, p in px.items()):
+        return None, {"reason": "an object of this kind is seen but not clearly enough to count"}
     if any(not ft.label_ok(o) for o in pool if px[o] > 0):
         return None, {"reason": "an object of this kind is labelled difficult or cut by the tile edge"}
     n = sum(1 for p in px.values() if p >= min_vis)
@@ -319,6 +320,11 @@ def _marked_seen_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> li
     return out
 
 
+def _approach_difficulty(why: dict[str, Any], tpl: dict[str, Any], ft: FactTable, view: Any) -> str:
+    change = abs(why["distance_last_m"] - why["distance_first_m"]) if "distance_first_m" in why else None
+    return banded(change, 1.5, 0.7)
+
+
 def _first_frames(tpl: dict[str, Any]) -> str:
     return "first_frame"  # first-seen, appearance order, frame matching and seen-along all read it
 
@@ -333,13 +339,14 @@ for _rule in (
          _seen_along_derive, ("object",), ("yes_no",), _first_frames),
     Rule("frame_match", _frame_match_candidates, _frame_match_derive, ("objects",), ("matching",), _first_frames,
          whole_order=True),
-    Rule("turn", _turn_candidates, _turn_derive, (), ("single_choice",)),
+    Rule("turn", _turn_candidates, _turn_derive, (), ("single_choice",), difficulty=by_turn("turn_degrees", 60, 30)),
     Rule("approach", per_object(_approach_derive, lambda d: abs(d["distance_last_m"] - d["distance_first_m"])),
-         _approach_derive, ("object",), ("yes_no",)),
+         _approach_derive, ("object",), ("yes_no",), difficulty=_approach_difficulty),
     Rule("support", per_object(_support_derive), _support_derive, ("object",), ("single_choice", "yes_no")),
-    Rule("state", per_object(_state_derive), _state_derive, ("object",), ("single_choice", "yes_no")),
+    Rule("state", per_object(_state_derive), _state_derive, ("object",), ("single_choice", "yes_no"),
+         difficulty=constant("easy")),
     Rule("count_category", _count_category_candidates, _count_category_derive, ("category",),
-         ("numeric", "interval_choice"), complete_labels=True),
+         ("numeric", "interval_choice"), complete_labels=True, difficulty=by_count),
     Rule("marked_seen", _marked_seen_candidates, _marked_seen_derive, ("object", "frame"), ("yes_no",)),
 ):
     register(_rule)

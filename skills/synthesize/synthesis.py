@@ -12,10 +12,12 @@ from forge_skills.verify.gates import slot_objects
 from forge.keys import file_digest
 from forge.skills import Output, SkillContext, skill
 from forge.vocabulary import question_type
-from forge_skills.synthesize.admission import SINGULAR, admission_problem, question_kinds, shown_views
+from forge_skills.synthesize.admission import (SINGULAR, admission_problem, marker_geometry, marker_style, marks_of,
+                                               question_kinds, shown_views)
 from forge_skills.synthesize.answer_rules import Candidate, FactTable, rule_for
+from forge_skills.synthesize.conventions import instruction, statements
 from forge_skills.synthesize.rules_scene import singular
-from forge_skills.package.media import draw_markers, draw_scale_bar, panel, path_plot
+from forge_skills.package.media import draw_markers, draw_scale_bar, marker_layout, panel, path_plot
 from forge_skills.synthesize.templates import read_template, resolve_label
 
 SCENE_LAYOUTS = ("multi_view", "frames", "first_last", "top_down_forward")
@@ -65,16 +67,18 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
                          lambda c, v=view: admission_problem(ft, tpl, v, c.slots) is None)
         for k, cand in enumerate(chosen):
             key = f"v{view if view is not None else 'all'}-{k}"
+            # Consecutive scenes and views step through option orders, so answer positions
+            # are balanced across a template by construction, not only in expectation.
+            seed = evidence.scene_index * 97 + (view or 0) * 13 + k
+            _, why = rule.derive(ft, view, cand.slots, tpl)
             outputs.append(Output(Binding(
                 template=template.id, template_artifact=ctx.input_ids["template"], evidence=ctx.input_ids["evidence"],
                 scene_index=evidence.scene_index, view=view, slots=cand.slots, answer=cand.answer,
                 derivation={"rule": tpl["answer_rule"], "values": cand.values},
                 admission_scores={"margin": round(float(cand.margin), 6)},
                 variant=int(ctx.rng.integers(len(template.realizations))),
-                presentation=presentation(template, evidence, ft, view, cand, ctx.input_ids["evidence"]),
-                # Consecutive scenes and views step through option orders, so answer positions
-                # are balanced across a template by construction, not only in expectation.
-                position_seed=evidence.scene_index * 97 + (view or 0) * 13 + k,
+                presentation=presentation(template, evidence, ft, view, cand, ctx.input_ids["evidence"], seed),
+                position_seed=seed, difficulty=rule.difficulty_of(why, tpl, ft, view),
             ), key=key))
     return outputs
 
@@ -106,9 +110,10 @@ def _select(cands: list[Candidate], k: int, rng, admit) -> list[Candidate]:
 
 
 def presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, view: int | None,
-                  cand: Candidate, evidence_id: str) -> dict[str, Any]:
+                 cand: Candidate, evidence_id: str, seed: int = 0) -> dict[str, Any]:
     layout = template.media.get("layout", "single_view")
     extra: dict[str, Any] = {}
+    geometry: list[dict[str, Any]] = []
     if layout == "frames":
         frames = ft.frames()
         if "window" in cand.slots:  # a run of frames, relabelled from 1
@@ -126,8 +131,8 @@ def presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, vi
         frame = cand.slots["frame"]
         media = [{"view": overview, "rgb": ft.view(overview).rgb, "label": "Top-down view"},
                  {"view": frame, "rgb": ft.view(frame).rgb, "label": "Forward view"}]
-        f = ft.fact(cand.slots["object"], overview)
-        extra["view_markers"] = {"0": [{"label": "A", "object": cand.slots["object"], "bbox": f.bbox_2d}]}
+        extra["view_markers"] = {"0": marker_layout(marks_of(ft, {"A": cand.slots["object"]}, overview), seed)}
+        geometry = marker_geometry(extra["view_markers"]["0"], ft.view(overview))
     elif layout == "multi_view":
         shown = [next(v for v in evidence.views if v.index == i) for i in cand.slots["pair"]] \
             if "pair" in cand.slots else list(evidence.views)
@@ -135,12 +140,12 @@ def presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, vi
     else:
         v = next(v for v in evidence.views if v.index == view)
         media = [{"view": v.index, "rgb": v.rgb, "label": "image"}]
-    markers = []
+    markers: list[dict[str, Any]] = []
     if template.media.get("markers"):
         labels = template.options.get("labels", ["A", "B"])
-        for label, name in zip(labels, cand.slots["marked"]):
-            f = ft.fact(name, view)
-            markers.append({"label": label, "object": name, "bbox": f.bbox_2d})
+        markers = marker_layout(marks_of(ft, dict(zip(labels, cand.slots["marked"])), view), seed,
+                                marker_style(template.model_dump(include={"media"})))
+        geometry = marker_geometry(markers, ft.view(view))
     if template.media.get("scale_bar") and evidence.metres_per_pixel:
         extra["scale_bar"] = scale_bar_spec(evidence.metres_per_pixel, media[0]["view"], evidence)
     for m in media:
@@ -148,8 +153,10 @@ def presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, vi
         if recipe is not None:
             m["recipe"] = recipe
     tpl = template.model_dump()
+    stated, _ = statements(evidence, tpl, shown_views(ft, tpl, view, cand.slots))
     return {
         "realizations": template.realizations, "options": template.options, "media": media, "markers": markers,
+        "assumptions": stated, "marker_geometry": geometry,
         "layout": layout, "question_type": template.question_type,
         "capability": template.capability, "scoring": template.scoring,
         "kinds": question_kinds(ft, tpl, cand.slots),
@@ -220,7 +227,7 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
     if kind == "intervals":
         scoring["intervals"] = [[lo, hi] for lo, hi, _ in pres["options"]["intervals"]]
     return [OEItem(
-        question=question, options=options, media=media,
+        question=question, instruction=instruction(pres.get("assumptions", [])), options=options, media=media,
         response_format=question_type(qt).response_format,
         question_type=qt, capability=pres["capability"], answer=answer,
         answer_index=options.index(answer) if answer in options else None, **extra,
@@ -229,6 +236,7 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
         media_sources=[m["rgb"] for m in pres["media"]], option_values=list(options),
         kinds=list(pres.get("kinds", [])),
         determinant=dict(pres.get("determinant", {})),
+        markers=list(pres.get("marker_geometry", [])), difficulty=binding.difficulty,
     )]
 
 

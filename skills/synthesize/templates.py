@@ -37,6 +37,9 @@ class TemplateFile(BaseModel):
                                                                          "pixels, truncation (see admission)")
     options: dict[str, Any] = Field(default_factory=dict)
     realizations: list[str] = Field(min_length=1)
+    assumptions: dict[str, str] = Field(default_factory=dict, description="conventions the key relies on (see "
+                                        "conventions.py) -> the sentence stating each, or 'source' for the "
+                                        "source's own statement")
     media: dict[str, Any]
     scoring: dict[str, Any]
     max_per_evidence: int = Field(2, ge=1, le=50)

@@ -1,8 +1,10 @@
-"""Evidence-blind solvers: answer an item from its text alone, never its media.
+"""Evidence-blind solvers: answer an item from its text alone, never its media, or (one of
+them) from where its markers are drawn, never the pixels under them.
 
 If any of them beats chance on a template by more than the allowed margin, the template's
 items carry a shortcut: an answer prior, an option text, the kind of object the question
-names, a typical number, or words that give the answer away. Learned solvers are cross-fitted
+names, a typical number, words that give the answer away, or markers whose placement or size
+does. Learned solvers are cross-fitted
 (two folds by item id), so a solver never sees the item it answers.
 
 A solver with no preference between options does not guess: it gives all of its equally
@@ -361,6 +363,96 @@ def bag_of_words(items):
     return _cross_fit(items, learn, apply)
 
 
+# -- what the markers alone show ----------------------------------------------------------------
+
+MARKER_FEATURES = ("x", "y", "r")
+
+
+def _marked_options(it: OEItem) -> list[dict] | None:
+    """The marker of each option, when the options are marker labels."""
+    marks = {m["label"]: m for m in it.markers}
+    if _form(it) != "option" or not it.options or not all(o in marks for o in it.options):
+        return None
+    return [marks[o] for o in it.options]
+
+
+def _clearly_above(hits: float, n: int, base: float) -> bool:
+    return n >= MIN_SUPPORT and 0 < base < 1 and (hits / n - base) / math.sqrt(base * (1 - base) / n) >= MIN_Z
+
+
+def marker_geometry(items):
+    """Reads the markers only: where each is drawn (centre, ring size) and its label, never a
+    pixel. For label options it learns, on the other fold, whether the answer is the marker
+    furthest left, right, up, down, or with the largest or smallest ring; for a question about
+    one marker (yes or no), a threshold on its position or size. A rule counts only when it
+    clearly beats the base rate in training; otherwise every option ties."""
+    def option_rule(train: list[OEItem]):
+        best, best_acc, n, base = None, 0.0, 0, 0.0
+        for feature in MARKER_FEATURES:
+            for pick in (max, min):
+                hits = total = 0.0
+                chance_sum = 0.0
+                for it in train:
+                    marks = _marked_options(it)
+                    if marks is None or it.answer_index is None:
+                        continue
+                    values = [m[feature] for m in marks]
+                    top = [i for i, v in enumerate(values) if v == pick(values)]
+                    hits += (it.answer_index in top) / len(top)
+                    total += 1
+                    chance_sum += 1 / len(marks)
+                if total and hits / total > best_acc:
+                    best, best_acc, n, base = (feature, pick), hits / total, int(total), chance_sum / total
+        return best if best and _clearly_above(best_acc * n, n, base) else None
+
+    def single_rule(train: list[OEItem]):
+        rows = [(it.markers[0], it.answer) for it in train if len(it.markers) == 1 and _form(it) == "option"]
+        answers = sorted({a for _, a in rows})
+        if len(answers) != 2:
+            return None
+        base = max(sum(a == x for _, a in rows) for x in answers) / len(rows)
+        best, best_hits = None, 0
+        for feature in MARKER_FEATURES:
+            ordered = sorted(rows, key=lambda r: r[0][feature])
+            first = sum(a == answers[0] for _, a in ordered)  # answers[0] above every threshold so far
+            below_first = 0
+            for k in range(1, len(ordered)):  # threshold between ordered[k - 1] and ordered[k]
+                below_first += ordered[k - 1][1] == answers[0]
+                lo, hi = ordered[k - 1][0][feature], ordered[k][0][feature]
+                if lo == hi:
+                    continue
+                above_first = first - below_first
+                # above the threshold answers[0], below answers[1]; or the other way round
+                for above, hits in ((answers[0], above_first + (k - below_first)),
+                                    (answers[1], (len(ordered) - k - above_first) + below_first)):
+                    if hits > best_hits:
+                        other = answers[1] if above == answers[0] else answers[0]
+                        best, best_hits = (feature, (lo + hi) / 2, above, other), hits
+        return best if best and _clearly_above(best_hits, len(rows), base) else None
+
+    def learn(train: list[OEItem]):
+        return option_rule(train), single_rule(train)
+
+    def apply(model, it: OEItem) -> Response:
+        by_option, by_threshold = model
+        marks = _marked_options(it)
+        if marks is not None:
+            if by_option is None:
+                return [LETTERS[i] for i in range(len(marks))]
+            feature, pick = by_option
+            values = [m[feature] for m in marks]
+            return [LETTERS[i] for i, v in enumerate(values) if v == pick(values)]
+        if len(it.markers) == 1 and _form(it) == "option" and it.options:
+            if by_threshold is None:
+                return [LETTERS[i] for i in range(len(it.options))]
+            feature, t, above, below = by_threshold
+            guess = above if it.markers[0][feature] > t else below
+            response = _as_response(it, guess)
+            return response if response is not None else [LETTERS[i] for i in range(len(it.options))]
+        return None
+    return _cross_fit(items, learn, apply)
+
+
 SOLVERS: dict[str, Solver] = {
     "answer_prior": answer_prior,
     "position_prior": position_prior,
@@ -372,6 +464,7 @@ SOLVERS: dict[str, Solver] = {
     "constant_number": constant_number,
     "category_number": category_number,
     "bag_of_words": bag_of_words,
+    "marker_geometry": marker_geometry,
 }
 
 

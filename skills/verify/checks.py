@@ -15,9 +15,11 @@ from forge.artifact_types import (Binding, Blueprint, EvidenceRecord, ImageRecor
 from forge.contracts import CheckContext, Outcome, check
 from forge.vocabulary import capabilities, question_type, question_types
 from forge_skills.package import scorer as oe_scorer
+from forge_skills.package.media import MARKER_STYLES
 from forge_skills.synthesize.admission import SINGULAR, SPECIAL_KEYS, WHERE
 from forge_skills.synthesize.admission import derive
 from forge_skills.synthesize.answer_rules import rule_for
+from forge_skills.synthesize.conventions import statements, template_problems as convention_problems
 from forge_skills.structure.appearance import MIN_NAMED_PIXELS, NAMES as COLOUR_NAMES
 from forge_skills.synthesize.rules_scene import plural
 
@@ -276,12 +278,17 @@ def template_declares(t: Template, ctx: CheckContext) -> Outcome:
         wheres = spec.get("in", "view") if isinstance(spec, dict) else None
         if wheres is None or any(w not in WHERE for w in (wheres if isinstance(wheres, list) else [wheres])):
             problems.append(f"visibility of {key!r}: 'in' must name views among {list(WHERE)}")
+    if t.media.get("markers", False) not in (True, False, *MARKER_STYLES):
+        problems.append(f"media markers must be true, false or one of {list(MARKER_STYLES)}, not "
+                        f"{t.media.get('markers')!r}")
     if t.media.get("layout") not in LAYOUTS:
         problems.append(f"unknown media layout {t.media.get('layout')!r}")
     if kind == "fixed" and len(set(t.options.get("values") or [])) < 2:
         problems.append("fixed options need two or more distinct values")
     elif LAYOUTS[t.media["layout"]] != t.scope:
         problems.append(f"{t.media['layout']} media needs {LAYOUTS[t.media['layout']]} scope")
+    if rule is not None:
+        problems += convention_problems(t.model_dump(), rule.conventions_of(t.model_dump()))
     return Outcome(not problems, "; ".join(problems))
 
 
@@ -427,6 +434,30 @@ def item_no_leakage(item: OEItem, ctx: CheckContext) -> Outcome:
             and not all(o.lower() in q for o in item.options):
         leaks.append(f"answer {item.answer!r} appears in the question")
     return Outcome(not leaks, f"visible text leaks: {leaks}" if leaks else "")
+
+
+@check("item_states_assumptions")
+def item_states_assumptions(item: OEItem, ctx: CheckContext) -> Outcome:
+    """Every convention the template's key relies on is stated in the item's question or its
+    instruction line, as the evidence has it now."""
+    b = ctx.load(item.binding)
+    tpl = ctx.load(b.template_artifact).model_dump()
+    missing = [c for c in rule_for(tpl).conventions_of(tpl) if c not in (tpl.get("assumptions") or {})]
+    if missing:
+        return Outcome(False, f"the template states no {missing} convention")
+    shown = b.presentation.get("determinant", {}).get("views") or _shown(item, ctx)
+    stated, why = statements(ctx.load(item.evidence), tpl, shown)
+    if why:
+        return Outcome(False, why)
+    text = f"{item.question} {item.instruction}"
+    unstated = [t for t in stated if t not in text]
+    return Outcome(not unstated, f"not stated to the model: {unstated[:2]}" if unstated else "")
+
+
+def _shown(item: OEItem, ctx: CheckContext) -> list[int]:
+    ev = ctx.load(item.evidence)
+    sources = set(item.media_sources)
+    return [v.index for v in ev.views if v.rgb in sources]
 
 
 @check("item_options_plain")

@@ -17,6 +17,7 @@ from forge.gatelog import GateLog
 from forge.keys import GateId, digest
 from forge.vocabulary import answer_form, question_types
 from forge_skills.verify.blind_solvers import blind_report
+from forge_skills.synthesize.difficulty import BANDS, band_quotas
 
 GATE_A, GATE_B1, GATE_C1 = GateId("A"), GateId("B1"), GateId("C1")
 GATE_DUP = GateId("DUP")
@@ -35,6 +36,7 @@ class BindingSummary:
     question_type: str = ""
     scoring: str = ""  # the template's scoring (JSON): numeric answers balance in tolerance-wide bins
     kinds: str = ""  # the kinds of object the question names (JSON): answers balance per kind
+    difficulty: str = "medium"  # easy, medium or hard: allocation draws towards the intent's mix
 
 
 _KEEPABLE: dict[str, dict[str, list[str]]] = {}
@@ -225,11 +227,28 @@ def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) ->
     for b in bindings.values():
         caps.setdefault(b.capability, set()).add(b.template)
     plan: dict[str, list[str]] = {}
+    needs = {cap: math.ceil(blueprint.capability_targets.get(cap, 0) * headroom) for cap in caps}
+    shares = getattr(blueprint, "difficulty", None) or {}
+    if shares:  # each capability's need split over the bands as the intent's mix asks
+        # Bands counted over all bindings, not the keepable ones: which bindings are kept
+        # depends on ids, and an edit to one template must not move the others' quotas.
+        available: dict[str, dict[str, int]] = {cap: dict.fromkeys(BANDS, 0) for cap in caps}
+        for b in bindings.values():
+            available[b.capability][b.difficulty] = available[b.capability].get(b.difficulty, 0) + 1
+        quotas = band_quotas(needs, available, shares)
     for cap, templates in caps.items():
-        need = math.ceil(blueprint.capability_targets.get(cap, 0) * headroom)
-        share = _water_fill(need, {t: len(ordered.get(t, [])) for t in templates})
-        for t in templates:
-            plan[t] = ordered.get(t, [])[: share[t]]
+        if not shares:
+            share = _water_fill(needs[cap], {t: len(ordered.get(t, [])) for t in templates})
+            for t in templates:
+                plan[t] = ordered.get(t, [])[: share[t]]
+            continue
+        chosen: set[str] = set()
+        for band in BANDS:
+            lists = {t: [bid for bid in ordered.get(t, []) if bindings[bid].difficulty == band] for t in templates}
+            take = _water_fill(quotas[cap][band], {t: len(v) for t, v in lists.items()})
+            chosen.update(bid for t, v in lists.items() for bid in v[: take[t]])
+        for t in templates:  # in keepable order, so answers still take turns
+            plan[t] = [bid for bid in ordered.get(t, []) if bid in chosen]
     return plan
 
 

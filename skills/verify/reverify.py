@@ -216,16 +216,21 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
         seen = sorted(n for n, p in px.items() if p >= min_px)
         return ", ".join(seen) if 0 < len(seen) < len(px) else None
     center = {o["name"]: (np.array(o["aabb_min"]) + np.array(o["aabb_max"])) / 2 for o in source["objects"]}
-    if name in ("nearest_to", "distance"):
-        names = [slots["anchor"], *slots["objects"]] if name == "nearest_to" else [slots["a"], slots["b"]]
+    if name in ("nearest_to", "marked_nearest_to", "distance"):
+        options = slots.get("objects") or slots.get("marked") or []
+        names = [slots["anchor"], *options] if name != "distance" else [slots["a"], slots["b"]]
         if any(m[n]["px"] < min_px for n in names):
             return None
         if name == "distance":
             cm = float(np.linalg.norm(center[slots["a"]] - center[slots["b"]])) * 100
             return f"{cm:.0f}" if cm >= adm.get("min_distance_cm", 0.0) else None
-        dist = {n: float(np.linalg.norm(center[n] - center[slots["anchor"]])) for n in slots["objects"]}
+        dist = {n: float(np.linalg.norm(center[n] - center[slots["anchor"]])) for n in options}
         ranked = sorted(dist, key=dist.get)
-        return ranked[0] if dist[ranked[1]] - dist[ranked[0]] >= adm.get("min_margin", 0.05) else None
+        if dist[ranked[1]] - dist[ranked[0]] < adm.get("min_margin", 0.05):
+            return None
+        if name == "marked_nearest_to":
+            return template["options"].get("labels", ["A", "B"])[list(options).index(ranked[0])]
+        return ranked[0]
     field = {"center_x": "cx", "center_y": "cy", "median_depth": "depth", "visible_pixels": "px"}[rule["field"]]
     names = slots.get("objects") or slots.get("marked") or [slots["a"], slots["b"]]
     if any(m[n]["px"] < min_px for n in names):

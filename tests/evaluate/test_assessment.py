@@ -170,12 +170,12 @@ def test_irt_flags_items_and_never_removes_them(built, package: Path) -> None:
         rest = diagnosis["item_rest"][i]
         assert ("item-rest correlation below zero" in f["why"]) == (rest is not None and rest < 0)
         assert ("reversed:" in f["why"]) == (diagnosis["band"][i] == "reversed" and abs(diagnosis["a"][i]) >= 0.05)
-    # An item every member answers alike separates no one: slope 0, low band, no reverse risk.
+    # An item every member answers alike separates no one: slope 0, low band, no reverse risk
+    # (whether this release holds one depends on its items; test_fit builds a flat item itself).
     scores: dict[str, set[bool]] = {}
     for r in _rows(package / "evaluation/responses.jsonl"):
         scores.setdefault(r["item_id"], set()).add(float(r["score"]) >= 0.5)
     alike = [diagnosis["item_ids"].index(i) for i, s in scores.items() if len(s) == 1]
-    assert alike, "the panel answers some item alike"
     for i in alike:
         assert diagnosis["band"][i] == "low" and not diagnosis["reverse_risk"][i] and diagnosis["item_rest"][i] is None
     boot = irt["bootstrap"]

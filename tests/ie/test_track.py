@@ -94,6 +94,34 @@ def test_the_package_hides_answers_and_reverifies_from_its_own_files(ie_built):
     assert any("hidden fields" in why for why in json.loads(bad.stdout)["reasons"].values())
 
 
+def test_household_instructions_name_types_and_an_index_fails_b2(ie_built):
+    """Household tasks name things by their type ("the countertop"), as the agent sees them; an
+    instruction or step naming one by an index ("countertop 2") fails B2-5, which names the task
+    and the phrase."""
+    from forge.contracts import CHECKS, CheckContext
+    from forge_skills.ie.checks import indexed, instruction_texts
+    from forge_skills.ie.synthesis import goal_targets
+    from forge_skills.ie.templates import natural
+    from forge_skills.ie.types import IETask
+
+    with Store(ie_built["store"], read_only=True) as store:
+        rows = store.execute("SELECT id, content FROM artifacts WHERE type = 'IETask' AND status = 'verified' "
+                             "ORDER BY id").fetchall()
+        tasks = [(tid, IETask.model_validate(json.loads(content))) for tid, content in rows]
+        assert tasks and not [t.task_id for _, t in tasks if any(indexed(x) for x in instruction_texts(t))]
+        tid, task = tasks[0]
+        ctx = CheckContext(tid, lambda a: None, store)
+        assert CHECKS["ie_names_unambiguous"](task, ctx).passed
+        words = next(natural(k) for k in sorted(goal_targets(task.goal)) if natural(k) in task.instruction["macro"])
+        indexed_macro = {**task.instruction, "macro": task.instruction["macro"].replace(words, f"{words} 2")}
+        indexed_steps = {**task.instruction, "micro": [m.replace(words, f"{words} 2") for m in task.instruction["micro"]]}
+        assert indexed_steps != task.instruction  # the steps name the goal's object too
+        for changed in (indexed_macro, indexed_steps):
+            outcome = CHECKS["ie_names_unambiguous"](task.model_copy(update={"instruction": changed}), ctx)
+            assert not outcome.passed and task.task_id in outcome.diagnostics
+            assert f"'{words.split()[-1]} 2' is an internal index" in outcome.diagnostics
+
+
 def test_the_shipped_verifier_runs_without_forge(ie_built, tmp_path):
     pkg = ie_built["package"]
     mod = next(p.name for p in pkg.iterdir() if (p / "verify.py").is_file())

@@ -1,13 +1,16 @@
 """Interactive manipulation tasks built end to end on robosuite: seeds admitted, tasks that pass
 B2, C2 and D2, a package that hides its goals and re-verifies from its own files, the reference
-agent at SR 1.0, and gates that catch a task whose reference falls short or names the wrong
-thing."""
+agent at SR 1.0, gates that catch a task whose reference falls short or names the wrong thing,
+and instructions that name things as the agent sees them (the empty bin, never "bin 2")."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
+
+import numpy as np
 
 import pytest
 import yaml
@@ -135,6 +138,71 @@ def test_gates_catch_a_short_or_misdirected_reference(manip):
         broken = task.model_copy(update={"initial_state": "0" * 64})
         assert not checks["ie_state_restores"](broken, ctx).passed
         assert checks["ie_reference_completes"](broken, ctx).passed  # left to D2: one failure, one cause
+
+
+def _verified_tasks(store: Store) -> list[tuple[str, IETask]]:
+    return [(r[0], IETask.model_validate(json.loads(r[1]))) for r in store.execute(
+        "SELECT id, content FROM artifacts WHERE type = 'IETask' AND status = 'verified' ORDER BY id").fetchall()]
+
+
+def test_a_bin_named_by_its_index_fails_b2(manip):
+    """Regression: the PickPlace instruction named its target bin by robosuite's index ("Place the
+    cereal box inside bin 2."), which nothing in the agent's view shows. The built task says what
+    its initial state shows (the empty bin) and passes; the old wording, in the macro or a step,
+    fails B2-5 with the task and the phrase named."""
+    from forge.contracts import CHECKS, ContractBook
+
+    assert any(r.id == "B2-5" and r.check == "ie_names_unambiguous"
+               for r in ContractBook.load().contracts["IETask"].requirements)
+    with Store(manip["store"], read_only=True) as store:
+        task_id = _a_task(store)
+        task = IETask.model_validate(json.loads(store.execute("SELECT content FROM artifacts WHERE id = ?",
+                                                              [task_id]).fetchone()[0]))
+        ctx = CheckContext(task_id, lambda a: None, store)
+        assert "the empty bin" in task.instruction["macro"], task.instruction
+        assert any("in the empty bin" in step for step in task.instruction["micro"]), task.instruction
+        assert CHECKS["ie_names_unambiguous"](task, ctx).passed
+        old = {"macro": task.instruction["macro"].replace("the empty bin", "bin 2"),
+               "micro": [m.replace("the empty bin", "the bin 2") for m in task.instruction["micro"]]}
+        for instruction in (old, {**task.instruction, "micro": old["micro"]}):
+            outcome = CHECKS["ie_names_unambiguous"](task.model_copy(update={"instruction": instruction}), ctx)
+            assert not outcome.passed
+            assert task.task_id in outcome.diagnostics and "'bin 2' is an internal index" in outcome.diagnostics
+            assert "'bin' picks out 2 things" in outcome.diagnostics  # "bin" alone: either of two
+        named_by_side = {**task.instruction, "macro": task.instruction["macro"].replace("empty bin", "bin on the left")}
+        assert CHECKS["ie_names_unambiguous"](task.model_copy(update={"instruction": named_by_side}), ctx).passed
+        # true of some bin, but not the goal's: B2-2's to catch
+        assert not CHECKS["ie_instruction_matches_goal"](task.model_copy(update={"instruction": named_by_side}),
+                                                         ctx).passed
+
+
+def test_names_are_unique_and_true_of_each_tasks_initial_state(manip):
+    """Every built task's instruction and steps name things without an index, each name picking
+    out one thing of its initial state; the bin an instruction calls empty holds no object there
+    (measured here from the bodies' positions)."""
+    from forge.contracts import CHECKS
+    from forge_resources.robosuite.manipulation import ManipulationEnv
+    from forge_resources.robosuite.naming import mentions, referents
+
+    env = ManipulationEnv()
+    empty_bins = 0
+    with Store(manip["store"], read_only=True) as store:
+        for task_id, task in _verified_tasks(store):
+            assert CHECKS["ie_names_unambiguous"](task, CheckContext(task_id, lambda a: None, store)).passed
+            env.set_state(json.loads(store.get_blob(task.initial_state)))
+            goal_things = {o[k] for o in task.goal["outcomes"] for k in ("object", "place") if o.get(k)}
+            for text in [task.instruction["macro"], *task.instruction["micro"]]:
+                assert not re.search(r"\b[a-z]+ ?\d", text), text
+                for phrase in mentions(text, env.things()):
+                    found = referents(env, phrase)
+                    assert len(found) == 1 and found[0].name in goal_things, (task.task_id, phrase)
+            if "empty bin" in task.instruction["macro"]:
+                empty_bins += 1
+                bin_ = env.thing(task.goal["outcomes"][0]["place"])
+                centre, half = env.body_position(bin_.body), env.body_half_extent(bin_.body)
+                assert not any(np.all(np.abs(env.body_position(t.body)[:2] - centre[:2]) < half)
+                               for t in env.things() if t.kind == "object"), task.task_id
+    assert empty_bins >= 1
 
 
 def _a_task(store: Store) -> str:

@@ -33,9 +33,10 @@ def _case(env_name: str, seed: int, spec: list[tuple], slow: bool = False):
 # in a row are the longest runs (over 10 s each), behind the slow marker.
 CASES = [_case("Lift", 1, [("lifted", "cube", None)]),
          _case("Stack", 4, [("stacked", "red cube", "green cube")]),
-         _case("PickPlace", 1, [("in_bin", "can", "bin 2")]),
+         _case("PickPlace", 1, [("in_bin", "can", "bin on the right")]),
          _case("NutAssembly", 0, [("on_peg", "square nut", "square peg")]),
-         _case("PickPlace", 1, [("in_bin", "can", "bin 2"), ("in_bin", "milk carton", "bin 2")], slow=True),
+         _case("PickPlace", 1, [("in_bin", "can", "bin on the right"), ("in_bin", "milk carton", "bin on the right")],
+               slow=True),
          _case("NutAssembly", 1, [("on_peg", "round nut", "round peg"), ("on_peg", "square nut", "square peg")],
                slow=True)]
 

@@ -1,0 +1,186 @@
+"""How demanding an item is, from its own margins: easy, medium or hard.
+
+Admission keeps every item decidable (its margins clear a floor a person can see); within that
+floor some items are one-glance checks and others ask for a careful look. An answer rule rates
+its derivation (``Rule.difficulty``) by what a person would have to tell apart: the area ratio
+of two objects, how far apart in the image the nearer and the farther stand, how many things a
+count holds, how far an object is from the reach limit, how many marked objects share the named
+one's colour or kind. A single-referent check and a size ratio above 3:1 are easy. Rules that
+rate nothing are medium. An intent asks for a share per band (``oe.difficulty``); allocation
+and release draw towards it and composition.json reports what was met.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+BANDS = ("easy", "medium", "hard")
+DEFAULT_SHARES = {"easy": 0.2, "medium": 0.4, "hard": 0.4}
+SHARE_TOLERANCE = 0.05  # a band's share may miss its target by this much and count as met
+
+Rater = Callable[[dict[str, Any], dict[str, Any], Any, Any], str]
+
+
+def banded(value: float | None, easy_from: float, hard_below: float) -> str:
+    """Easy at or above ``easy_from``, hard below ``hard_below``, medium between (larger values
+    are easier); medium when the margin is unknown."""
+    if value is None:
+        return "medium"
+    if value >= easy_from:
+        return "easy"
+    return "hard" if value < hard_below else "medium"
+
+
+def by_field(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
+    """Comparisons of a measured field: the margin a person sees."""
+    field = tpl["answer_rule"].get("field")
+    seen = why.get("image_margin")
+    if field == "visible_pixels":
+        return banded(seen, 3.0, 1.8)
+    if field == "median_depth":
+        return banded(seen, 0.2, 0.08)
+    if field in ("center_x", "center_y") and view is not None and why.get("margin") is not None:
+        side = ft.view(view).width if field == "center_x" else ft.view(view).height
+        return banded(float(why["margin"]) / side, 0.3, 0.12)
+    return "medium"
+
+
+def by_count(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
+    n = why.get("count")
+    if n is None:
+        return "medium"
+    return "easy" if n <= 2 else "hard" if n >= 6 else "medium"
+
+
+def by_image_ratio(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
+    return banded(why.get("image_margin"), 2.0, 1.5)
+
+
+def by_reach(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
+    if "distance_m" not in why:
+        return "medium"
+    return banded(abs(why["distance_m"] - why["reach_m"]), 0.3, 0.15)
+
+
+def by_view_ratio(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
+    return banded(why.get("ratio"), 3.0, 1.8)
+
+
+def by_turn(key: str, easy_from: float, hard_below: float) -> Rater:
+    def rate(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
+        value = why.get(key)
+        return banded(abs(float(value)) if value is not None else None, easy_from, hard_below)
+    return rate
+
+
+def by_grounding(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
+    """Telling the named object among the marked ones: easy when nothing else marked shares its
+    colour or its kind (one glance at either settles it), medium when one of them is shared,
+    hard when both are (colour and kind must be read together)."""
+    labels = why.get("labels") or {}
+    target = why.get("target")
+    if not labels or target is None:
+        return "medium"
+    others = [n for n in labels.values() if n != target]
+    obj = ft.object(target)
+    same_kind = any(ft.category(n) == obj.category for n in others)
+    same_colour = bool(obj.color) and any(ft.object(n).color == obj.color for n in others)
+    return "hard" if same_kind and same_colour else "medium" if same_kind or same_colour else "easy"
+
+
+def by_visible(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
+    """Seen: easy. Absent: medium when another object of its kind is in view (it must not be
+    taken for the one named), else easy."""
+    obj = why.get("object")
+    if why.get("visible_pixels", 0) > 0 or obj is None or view is None:
+        return "easy"
+    kind = ft.category(obj)
+    return "medium" if any(ft.category(o) == kind and ft.fact(o, view).visible_pixels > 0
+                           for o in ft.objects if o != obj) else "easy"
+
+
+def constant(band: str) -> Rater:
+    def rate(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
+        return band
+    return rate
+
+
+def shares_problem(shares: dict[str, float]) -> str | None:
+    """Why a difficulty mix cannot be asked for, or None."""
+    unknown = sorted(set(shares) - set(BANDS))
+    if unknown:
+        return f"unknown difficulty bands {unknown}; the bands are {list(BANDS)}"
+    if any(v < 0 for v in shares.values()):
+        return "difficulty shares must not be negative"
+    if abs(sum(shares.values()) - 1.0) > 1e-6:
+        return f"difficulty shares must add up to 1 (they add up to {sum(shares.values()):g})"
+    return None
+
+
+def band_targets(total: int, shares: dict[str, float]) -> dict[str, int]:
+    """``total`` items split over the bands by ``shares`` (largest remainders: the parts add up)."""
+    exact = {b: total * shares.get(b, 0.0) for b in BANDS}
+    out = {b: int(exact[b]) for b in BANDS}
+    for b in sorted(BANDS, key=lambda b: (out[b] - exact[b], BANDS.index(b)))[: total - sum(out.values())]:
+        out[b] += 1
+    return out
+
+
+def band_quotas(needs: dict[str, int], available: dict[str, dict[str, int]],
+                shares: dict[str, float]) -> dict[str, dict[str, int]]:
+    """Items per capability and band: each capability's need split by the shares, as far as its
+    available items of each band allow; what a capability cannot take in one band it takes in
+    the band the whole set is shortest of, and capabilities rich in a band take more of it in
+    exchange for a band others have in surplus, so the overall mix comes as near the shares as
+    the items allow. A capability never gets more than it needs or has."""
+    quota = {c: {b: min(available.get(c, {}).get(b, 0), t) for b, t in band_targets(n, shares).items()}
+             for c, n in needs.items()}
+    goal = band_targets(sum(needs.values()), shares)
+
+    def deficit() -> dict[str, int]:
+        return {b: goal[b] - sum(q[b] for q in quota.values()) for b in BANDS}
+
+    def spare(c: str, b: str) -> int:
+        return available.get(c, {}).get(b, 0) - quota[c][b]
+
+    for c in sorted(needs):  # leftovers go where the whole set is shortest
+        while sum(quota[c].values()) < needs[c]:
+            options = [b for b in BANDS if spare(c, b) > 0]
+            if not options:
+                break
+            d = deficit()
+            quota[c][max(options, key=lambda b: (d[b], -BANDS.index(b)))] += 1
+    for _ in range(sum(needs.values())):  # exchanges: one item from a surplus band to a short one
+        d = deficit()
+        moved = False
+        for short in sorted((b for b in BANDS if d[b] > 0), key=lambda b: -d[b]):
+            for over in sorted((b for b in BANDS if d[b] < 0), key=lambda b: d[b]):
+                c = next((c for c in sorted(needs) if spare(c, short) > 0 and quota[c][over] > 0), None)
+                if c is not None:
+                    quota[c][short] += 1
+                    quota[c][over] -= 1
+                    moved = True
+                    break
+            if moved:
+                break
+        if not moved:
+            break
+    return quota
+
+
+def mix_report(items_bands: list[str], shares: dict[str, float], per_capability: dict[str, dict[str, int]]
+               ) -> dict[str, Any]:
+    """What composition.json says of difficulty: the asked shares, the items per band, the shares
+    reached, whether each is within SHARE_TOLERANCE, and the bands per capability."""
+    n = len(items_bands)
+    counts = {b: items_bands.count(b) for b in BANDS}
+    reached = {b: round(counts[b] / n, 4) if n else 0.0 for b in BANDS}
+    met = all(abs(reached[b] - shares.get(b, 0.0)) <= SHARE_TOLERANCE for b in BANDS)
+    out: dict[str, Any] = {"target_shares": {b: shares.get(b, 0.0) for b in BANDS}, "items": counts,
+                           "shares": reached, "met": met, "capabilities": per_capability}
+    if not met:
+        short = [f"{b} {reached[b]:.0%} of {shares.get(b, 0.0):.0%}" for b in BANDS
+                 if reached[b] < shares.get(b, 0.0) - SHARE_TOLERANCE]
+        out["shortfall"] = ("the accepted items hold too few " + ", ".join(short) + " items: their templates' "
+                            "margins put fewer there" if short else "a band holds more than its share")
+    return out
