@@ -193,6 +193,8 @@ class ObjectState(BaseModel):
                                                                   "simulator's contacts")
     opening_deg: float | None = Field(None, description="how far an articulated object (a door on its hinge) "
                                                         "stands open, in degrees")
+    unnameable: str | None = Field(None, description="why no name would single it out (a mesh stretched out of "
+                                                     "its shape); None when it may be named")
 
 
 class SourceRecord(ArtifactContent):

@@ -16,15 +16,18 @@ from conftest import run_build
 DOTA = Path(__file__).resolve().parents[2] / "shared" / "data" / "aerial_dota"
 
 
-def _intent(folder: Path, ground: dict, dota: dict | None = None, items: int = 60) -> Path:
+def _intent(folder: Path, ground: dict, dota: dict | None = None, items: int = 60,
+            capabilities: tuple[str, ...] = ("visibility", "image_plane_relation", "size_scale", "metric_distance")
+            ) -> Path:
     sources = [{"kind": "pybullet_ground", "embodiment": "uav", "frames": 4, **ground}]
     if dota is not None:
         sources.append({"kind": "image_folder", "adapter": "dota", "root": str(DOTA), "zoom": 200, **dota})
     path = folder / "mixed.yaml"
     path.write_text(yaml.safe_dump({
         "name": "mixed", "seed": 5,
-        "oe": {"items": items, "capabilities": ["visibility", "image_plane_relation", "size_scale", "metric_distance"],
-               "question_types": ["numeric", "grounding_choice", "marked_object_choice", "single_choice", "yes_no"]},
+        "oe": {"items": items, "capabilities": list(capabilities),
+               "question_types": ["numeric", "grounding_choice", "single_choice", "yes_no"]
+               + (["marked_object_choice"] if "size_scale" in capabilities else [])},
         "sources": sources, "gates": {"grey_batch": 4, "irt_bootstrap": 200}}, sort_keys=False))
     return path
 
@@ -33,7 +36,10 @@ def _intent(folder: Path, ground: dict, dota: dict | None = None, items: int = 6
 def test_items_set_per_source_are_drawn_from_each(tmp_path):
     if not DOTA.is_dir():
         pytest.skip(f"{DOTA} is not beside the project")
-    summary = run_build(_intent(tmp_path, {"items": 45}, {}), tmp_path / "store", tmp_path / "out", workers=2)
+    # Capabilities both sources show (from straight above, two objects of one kind cover the same
+    # ground, so simulated flights give few size items; DOTA labels give no image-plane ones).
+    summary = run_build(_intent(tmp_path, {"items": 45}, {}, capabilities=("visibility", "metric_distance")),
+                        tmp_path / "store", tmp_path / "out", workers=2)
     composition = json.loads((Path(summary["package_path"]) / "composition.json").read_text())
     assert composition["composition_met"]
     sources = composition["sources"]

@@ -21,8 +21,10 @@ from forge_resources.robosuite.world import HIDDEN_GROUP, OBJECT_IDS, SceneObjec
 DEMO_IDENTITIES = {"milk": "milk carton", "bread": "bread loaf", "cereal": "cereal box", "can": "can", "cube": "cube",
                    "cubea": "cube", "cubeb": "cube", "squarenut": "square nut", "roundnut": "round nut", "door": "door"}
 # An object whose recorded mesh is stretched unevenly no longer looks like its identity (the
-# PickPlace demos squash the cereal box 0.4 x 1.0 x 0.4 into a small block): it goes by this.
-RESHAPED = "block"
+# PickPlace demos squash the cereal box 0.4 x 1.0 x 0.4 into a small block): it is counted, but
+# no question names it ("the block" would fit the bread loaf beside it just as well).
+RESHAPED = "reshaped object"
+RESHAPED_WHY = "its recorded mesh is stretched out of its shape: no name singles it out"
 MAX_STRETCH = 1.25  # largest over smallest scale factor of a mesh that still keeps its look
 WITH_OBJECTS = ("Door", "Lift", "NutAssembly", "PickPlace", "Stack")  # Wipe has nothing to ask about
 MIN_SPACING = 12  # states (0.6 s at robosuite's 20 Hz) between two moments of one demonstration
@@ -105,10 +107,11 @@ class DemoWorld(World):
             identity = DEMO_IDENTITIES.get(re.sub(r"\d+$", "", name).lower())
             meshes = {mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_MESH, int(model.geom_dataid[g]))
                       for g in geoms if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH}
+            unnameable = None
             if identity is not None and meshes & stretched:
-                identity = RESHAPED
+                identity, unnameable = RESHAPED, RESHAPED_WHY
             if identity is not None:
-                objects.append(SceneObject(name, identity, OBJECT_IDS + len(objects), bodies, geoms))
+                objects.append(SceneObject(name, identity, OBJECT_IDS + len(objects), bodies, geoms, unnameable))
         return cls(model, scene.data, objects)
 
 

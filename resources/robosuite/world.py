@@ -61,6 +61,7 @@ class SceneObject:
     segment: int
     bodies: set[int]
     geoms: set[int]
+    unnameable: str | None = None  # why no name singles it out (a mesh stretched out of its shape)
 
 
 def root_of(model: Any) -> np.ndarray:

@@ -124,7 +124,8 @@ class WorldRecorder:
             st = self.world.object_state(obj, self.names)
             if not all(np.isfinite(v) for key in ("position", "aabb_min", "aabb_max") for v in st[key]):
                 raise SceneError(f"{where}: {obj.name} has a non-finite pose")
-            out.append(ObjectState(name=obj.name, category=obj.identity, color="", body=obj.segment, **st))
+            out.append(ObjectState(name=obj.name, category=obj.identity, color="", body=obj.segment,
+                                   unnameable=obj.unnameable, **st))
         return out
 
     def view(self, cam: CameraSpec, index: int, role: str = "view", time: float | None = None) -> ViewRecord:

@@ -19,7 +19,7 @@ from forge.artifact_types import Blueprint, OEItem, Package
 from forge.keys import digest
 from forge.skills import SkillContext, skill
 from forge_skills.verify.gates import source_quotas, split_targets
-from forge_skills.synthesize.difficulty import BANDS, band_quotas, mix_report
+from forge_skills.synthesize.difficulty import BANDS, band_quotas, mix_report, steered
 
 
 def module_name(package_name: str) -> str:
@@ -165,25 +165,33 @@ def _select(targets: dict[str, int], items: list[tuple[str, OEItem]],
         if shares else {}
     selected: list[tuple[str, OEItem]] = []
     for cap, target in sorted(targets.items()):
-        pools = [_interleave_answers(by_cap.get(cap, {})[t]) for t in sorted(by_cap.get(cap, {}))]
-        taken: set[str] = set()
-        for band, quota in (quotas.get(cap) or {}).items():
-            taken |= _round_robin([[x for x in p if x[1].difficulty == band] for p in pools], quota, taken)
-        taken |= _round_robin(pools, target - len(taken), taken)
-        selected += [x for p in pools for x in p if x[0] in taken]
+        templates = sorted(by_cap.get(cap, {}))
+        pools = [_interleave_answers(by_cap[cap][t]) for t in templates]
+        counts = _round_robin_counts([len(p) for p in pools], target)
+        if not quotas:
+            selected += [x for p, n in zip(pools, counts) for x in p[:n]]
+            continue
+        # As many per template as round-robin gives; which ones leans towards the bands the mix
+        # is short of, answers still taking turns.
+        deficit = dict(quotas[cap])
+        item = {iid: it for p in pools for iid, it in p}
+        for t, n in zip(templates, counts):
+            groups: dict[str, list[str]] = {}
+            for iid, it in _interleave_answers(by_cap[cap][t]):
+                groups.setdefault(it.answer, []).append(iid)
+            chosen = steered(list(groups.values()), n, lambda i: item[i].difficulty, deficit)
+            selected += [(i, item[i]) for i in chosen]
     return sorted(selected, key=lambda x: x[0])
 
 
-def _round_robin(pools: list[list[tuple[str, OEItem]]], n: int, taken: set[str]) -> set[str]:
-    """Up to ``n`` ids not yet taken, one from each pool in turn."""
-    out: set[str] = set()
-    depth = 0
-    while len(out) < n and any(len(p) > depth for p in pools):
-        for p in pools:
-            if len(p) > depth and len(out) < n and p[depth][0] not in taken:
-                out.add(p[depth][0])
-        depth += 1
-    return out
+def _round_robin_counts(sizes: list[int], n: int) -> list[int]:
+    """How many of each pool round-robin takes to reach ``n`` (one from each in turn)."""
+    counts = [0] * len(sizes)
+    while sum(counts) < n and any(c < s for c, s in zip(counts, sizes)):
+        for i, s in enumerate(sizes):
+            if counts[i] < s and sum(counts) < n:
+                counts[i] += 1
+    return counts
 
 
 def _interleave_answers(pool: list[tuple[str, OEItem]]) -> list[tuple[str, OEItem]]:

@@ -155,13 +155,15 @@ class Naming:
 
 
 def name_referents(objects: list[tuple[str, str]], readings: dict[str, list[ColourReading]],
-                   by_identity: bool = False) -> dict[str, Naming]:
+                   by_identity: bool = False, unnameable: dict[str, str] | None = None) -> dict[str, Naming]:
     """Names from pixels for ``objects`` ((source name, category)), given each one's readings in
     every view. An object is named "<colour> <category>" when its clearly seen views mostly read
     one colour and no other object of its category reads (or nearly reads) the same; otherwise
     it keeps an internal name and may not be named in a question. With ``by_identity`` the
     category is an object's identity (a milk carton): one alone in its category is named by it,
-    seen clearly in some view."""
+    seen clearly in some view. A name that would also fit another object is not given: "the red
+    ball" when a red soccer ball is there too. ``unnameable``: source name -> why no name
+    singles the object out."""
     colour: dict[str, str | None] = {}
     lab: dict[str, np.ndarray] = {}
     reason: dict[str, str] = {}
@@ -196,12 +198,20 @@ def name_referents(objects: list[tuple[str, str]], readings: dict[str, list[Colo
                     why = f"looks like another {cat}"
                     reason.setdefault(a, why)
                     reason.setdefault(b, why)
+    blocked = dict(unnameable or {})
+    # "<colour> <kind>" also fits an object of a longer kind ending in it ("ball": "soccer ball").
+    for src, cat in objects:
+        wider = [other for o, other in objects if o != src and other.endswith(" " + cat)
+                 and (by_identity or colour.get(o) == colour.get(src))]
+        if wider and (by_identity or colour.get(src) is not None):
+            blocked.setdefault(src, f"its name would also fit the {wider[0]}")
+    reason = {**reason, **blocked}
     out: dict[str, Naming] = {}
     unnamed: dict[str, int] = {}
     for src, cat in objects:
         c = colour.get(src)
         seen = any(r.pixels >= MIN_NAMED_PIXELS for r in readings.get(src, []))
-        if by_identity and len(by_category[cat]) == 1 and seen:
+        if by_identity and len(by_category[cat]) == 1 and seen and src not in blocked:
             out[src] = Naming(cat, c or "", True, by_identity=True)
         elif c is not None and src not in reason:
             out[src] = Naming(f"{c} {cat}", c, True)

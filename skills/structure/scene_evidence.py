@@ -68,7 +68,8 @@ def measure_evidence(source: SourceRecord, source_id: str, arrays: dict[str, np.
             facts.append(fact)
     conventions, referents = source_rules(source.source_kind)
     naming = name_referents([(o.name, o.category) for o in source.objects], readings,
-                            by_identity=source.naming == "identity")
+                            by_identity=source.naming == "identity",
+                            unnameable={o.name: o.unnameable for o in source.objects if o.unnameable})
     for f in facts:
         f.object = naming[f.object].name
     return EvidenceRecord(

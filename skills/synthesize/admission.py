@@ -180,8 +180,9 @@ def marker_geometry(markers: list[dict[str, Any]], view: Any) -> list[dict[str, 
     out = []
     for m in markers:
         x0, y0, x1, y1 = m["box"]
+        size = m["radius"] if "radius" in m else max(x1 - x0, y1 - y0) / 2
         out.append({"label": m["label"], "x": round(m["centre"][0] / view.width, 4),
-                    "y": round(m["centre"][1] / view.height, 4), "r": round(max(x1 - x0, y1 - y0) / 2 / view.height, 4)})
+                    "y": round(m["centre"][1] / view.height, 4), "r": round(size / view.height, 4)})
     return out
 
 

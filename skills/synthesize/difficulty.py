@@ -184,3 +184,28 @@ def mix_report(items_bands: list[str], shares: dict[str, float], per_capability:
         out["shortfall"] = ("the accepted items hold too few " + ", ".join(short) + " items: their templates' "
                             "margins put fewer there" if short else "a band holds more than its share")
     return out
+
+
+def steered(groups: list[list[str]], k: int, band_of: Callable[[str], str], deficit: dict[str, int]) -> list[str]:
+    """Up to ``k`` ids, the groups (ids per answer, each in its own order) taking turns as before,
+    each turn taking its group's next id of the band the mix is shortest of (``deficit``: items
+    still wanted per band, updated here). Answers stay as balanced as the groups allow while the
+    bands move towards the mix."""
+    pools: list[dict[str, list[str]]] = []
+    for group in groups:
+        by_band: dict[str, list[str]] = {}
+        for i in reversed(group):  # reversed: pop() takes them in order
+            by_band.setdefault(band_of(i), []).append(i)
+        pools.append(by_band)
+    out: list[str] = []
+    while len(out) < k and any(any(p.values()) for p in pools):
+        for pool in pools:
+            if len(out) >= k:
+                break
+            bands = [b for b, ids in pool.items() if ids]
+            if not bands:
+                continue
+            band = max(bands, key=lambda b: (deficit.get(b, 0), -BANDS.index(b) if b in BANDS else 0))
+            out.append(pool[band].pop())
+            deficit[band] = deficit.get(band, 0) - 1
+    return out

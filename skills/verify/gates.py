@@ -17,7 +17,7 @@ from forge.gatelog import GateLog
 from forge.keys import GateId, digest
 from forge.vocabulary import answer_form, question_types
 from forge_skills.verify.blind_solvers import blind_report
-from forge_skills.synthesize.difficulty import BANDS, band_quotas
+from forge_skills.synthesize.difficulty import BANDS, band_quotas, steered
 
 GATE_A, GATE_B1, GATE_C1 = GateId("A"), GateId("B1"), GateId("C1")
 GATE_DUP = GateId("DUP")
@@ -229,7 +229,7 @@ def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) ->
     plan: dict[str, list[str]] = {}
     needs = {cap: math.ceil(blueprint.capability_targets.get(cap, 0) * headroom) for cap in caps}
     shares = getattr(blueprint, "difficulty", None) or {}
-    if shares:  # each capability's need split over the bands as the intent's mix asks
+    if shares:
         # Bands counted over all bindings, not the keepable ones: which bindings are kept
         # depends on ids, and an edit to one template must not move the others' quotas.
         available: dict[str, dict[str, int]] = {cap: dict.fromkeys(BANDS, 0) for cap in caps}
@@ -237,19 +237,31 @@ def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) ->
             available[b.capability][b.difficulty] = available[b.capability].get(b.difficulty, 0) + 1
         quotas = band_quotas(needs, available, shares)
     for cap, templates in caps.items():
+        share = _water_fill(needs[cap], {t: len(ordered.get(t, [])) for t in templates})
         if not shares:
-            share = _water_fill(needs[cap], {t: len(ordered.get(t, [])) for t in templates})
             for t in templates:
                 plan[t] = ordered.get(t, [])[: share[t]]
             continue
-        chosen: set[str] = set()
-        for band in BANDS:
-            lists = {t: [bid for bid in ordered.get(t, []) if bindings[bid].difficulty == band] for t in templates}
-            take = _water_fill(quotas[cap][band], {t: len(v) for t, v in lists.items()})
-            chosen.update(bid for t, v in lists.items() for bid in v[: take[t]])
-        for t in templates:  # in keepable order, so answers still take turns
-            plan[t] = [bid for bid in ordered.get(t, []) if bid in chosen]
+        # Each template realizes as many as without a mix; which of its bindings leans towards the
+        # bands the capability is short of, its answers still taking turns.
+        deficit = dict(quotas[cap])
+        for t in sorted(templates):
+            ids = ordered.get(t, [])
+            plan[t] = steered(_answer_turns(ids, bindings), share[t], lambda b: bindings[b].difficulty, deficit)
     return plan
+
+
+def _answer_turns(ids: list[str], bindings: dict[str, BindingSummary]) -> list[list[str]]:
+    """A template's bindings per answer class in the order they first take their turn (one group
+    when its answers are names: balancing does not apply)."""
+    classes = _answer_classes(ids, bindings) if ids else {}
+    if len(classes) > 12:
+        return [list(ids)]
+    cls = {bid: a for a, members in classes.items() for bid in members}
+    order: dict[str, list[str]] = {}
+    for bid in ids:
+        order.setdefault(cls[bid], []).append(bid)
+    return list(order.values())
 
 
 def _take_turns(lists: list[list[str]]) -> list[str]:
