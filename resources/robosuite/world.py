@@ -9,7 +9,7 @@ set to a recorded state) are both a :class:`World`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -106,6 +106,8 @@ class World:
     model: Any
     data: Any
     objects: list[SceneObject]
+    # segment -> pixels of the object's whole projection in the last render (see _whole_projections)
+    whole: dict[int, int] = field(default_factory=dict, init=False, repr=False)
 
     def object_state(self, obj: SceneObject, support_names: dict[int, str]) -> dict[str, Any]:
         """Pose, world box over its visual geoms, what it rests on, tilt of its up axis."""
@@ -194,12 +196,56 @@ class World:
         r.enable_segmentation_rendering()
         r.update_scene(self.data, camera=free, scene_option=opt)
         raw = r.render()
+        seg = self._segments(raw, seg_of_body)
+        self.whole = self._whole_projections(r, seg, depth, seg_of_body)
         r.disable_segmentation_rendering()
+        return rgb, depth, seg
+
+    def _segments(self, raw: np.ndarray, seg_of_body: np.ndarray) -> np.ndarray:
+        import mujoco
+
         ids, types = raw[..., 0], raw[..., 1]
         geom = (types == int(mujoco.mjtObj.mjOBJ_GEOM)) & (ids >= 0)
         seg = np.zeros(ids.shape, dtype=np.int32)
         seg[geom] = seg_of_body[self.model.geom_bodyid[ids[geom]]]
-        return rgb, depth, seg
+        return seg
+
+    def _whole_projections(self, r: Any, seg: np.ndarray, depth: np.ndarray, seg_of_body: np.ndarray
+                           ) -> dict[int, int]:
+        """Segment -> pixels of the object's whole projection inside the image, as if nothing stood
+        in front of it (the scene just rendered in segmentation mode is still on ``r``). An object
+        no nearer pixel of anything else borders keeps its visible count; the others are drawn
+        again with every other geom of the scene moved out of view."""
+        import mujoco
+
+        out: dict[int, int] = {}
+        scene = r.scene
+        geoms = [scene.geoms[i] for i in range(scene.ngeom)]
+        body_of = [int(self.model.geom_bodyid[g.objid]) if g.objtype == int(mujoco.mjtObj.mjOBJ_GEOM) and g.objid >= 0
+                   else -1 for g in geoms]
+        for obj in self.objects:
+            mask = seg == obj.segment
+            if not mask.any():
+                continue
+            ys, xs = np.nonzero(mask)
+            y0, y1 = max(0, ys.min() - 2), min(seg.shape[0], ys.max() + 3)
+            x0, x1 = max(0, xs.min() - 2), min(seg.shape[1], xs.max() + 3)
+            window, near = seg[y0:y1, x0:x1], depth[y0:y1, x0:x1]
+            far = float(depth[mask].max())
+            if not ((window != obj.segment) & (window != 0) & (near < far)).any():
+                out[obj.segment] = int(mask.sum())
+                continue
+            saved = [g.pos.copy() for g in geoms]
+            try:
+                for g, body in zip(geoms, body_of):
+                    if body not in obj.bodies:
+                        g.pos[:] = (1e4, 1e4, 1e4)
+                alone = self._segments(r.render(), seg_of_body) == obj.segment
+            finally:
+                for g, pos in zip(geoms, saved):
+                    g.pos[:] = pos
+            out[obj.segment] = max(int(mask.sum()), int(alone.sum()))
+        return out
 
     def clip(self) -> tuple[float, float]:
         """Near and far clipping distances of the free camera (metres)."""

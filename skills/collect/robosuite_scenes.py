@@ -149,7 +149,9 @@ class WorldRecorder:
                           view_matrix=[round(float(v), 8) for v in vm.flatten(order="F")],
                           camera_position=[round(float(v), 6) for v in eye], near=round(near, 6), far=round(far, 6),
                           role=role, time=time, forward=[round(float(v), 6) for v in -vm[2, :3]],
-                          body_pixels={label: int(seen.get(seg, 0)) for label, (seg, _c, _b) in self.fixed.items()})
+                          body_pixels={label: int(seen.get(seg, 0)) for label, (seg, _c, _b) in self.fixed.items()},
+                          whole_pixels={o.name: world.whole[o.segment] for o in world.objects
+                                        if world.whole.get(o.segment)})
 
     def record(self, source_kind: str, index: int, views: list[ViewRecord], objects: list[ObjectState],
                gripper: dict[str, Any] | None, timeline: list[dict[str, Any]] | None = None) -> SourceRecord:

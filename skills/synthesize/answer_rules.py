@@ -478,7 +478,7 @@ def _visible_set_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> li
         answer, d = _visible_set_derive(ft, view, {"objects": list(combo)}, tpl)
         if answer is not None:
             out.append(Candidate({"objects": list(combo)}, answer, 0.0, d["visible_pixels"]))
-    return out[:200]
+    return out
 
 
 def _center_of(ft: FactTable, name: str):
@@ -648,9 +648,10 @@ def _grounding_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list
     visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
     out = []
     for combo in itertools.combinations(visible, k):
-        for shift in range(k):  # the target takes every label position in turn
-            target = combo[0]
-            marked = list(combo[1:])
+        # Every member of the set may be the one named, at every label: with the first always
+        # named, where its marker sits would follow the order objects are listed in.
+        for target, shift in itertools.product(combo, range(k)):
+            marked = [n for n in combo if n != target]
             marked.insert(shift, target)
             answer, d = _grounding_derive(ft, view, {"target": target, "marked": marked}, tpl)
             if answer is not None:

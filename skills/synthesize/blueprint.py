@@ -14,8 +14,9 @@ from forge.keys import digest
 from forge.skills import SkillContext, skill
 
 # Items one view yields across the tabletop template family (measured on built scenes,
-# with margin): used only to size the scene count when the intent does not give it.
-ITEMS_PER_VIEW_ESTIMATE = 5.5
+# with margin; referents a person can make out and image margins admit fewer than counting
+# pixels did): used only to size the scene count when the intent does not give it.
+ITEMS_PER_VIEW_ESTIMATE = 4.4
 
 
 class BlueprintParams(BaseModel):

@@ -446,12 +446,17 @@ def balance_answers(log: GateLog, items: dict[str, OEItem], slack: float, min_it
     alone (too few to show a prior, as for the blind gate)."""
     by_template: dict[str, list[str]] = {}
     kept: list[str] = []
+    repeats: dict[str, list[str]] = {}
     for iid in sorted(items):
         it = items[iid]
         if _balanced(it.question_type) or answer_form(it.question_type) == "number":
             by_template.setdefault(it.template, []).append(iid)
+        elif answer_form(it.question_type) in REPEAT_CAPPED:
+            repeats.setdefault(it.template, []).append(iid)
         else:
             kept.append(iid)
+    for template, ids in repeats.items():
+        kept += _cap_repeats(log, template, {i: items[i] for i in ids}, min_items)
     for template, ids in by_template.items():
         if len(ids) < min_items:
             kept += ids
@@ -463,6 +468,32 @@ def balance_answers(log: GateLog, items: dict[str, OEItem], slack: float, min_it
         for kind, members in kind_groups(ids, lambda i: tuple(items[i].kinds), classes):
             kept += _balance_group(log, template, kind or ("(few)",), {i: items[i] for i in members}, bins, slack)
     return sorted(kept)
+
+
+REPEAT_CAPPED = ("options", "order", "matching")  # answers that are sets, orders or pairings of names
+REPEAT_SHARE = 0.05  # no one such answer above this share of a template's items (at least two)
+
+
+def _cap_repeats(log: GateLog, template: str, items: dict[str, OEItem], min_items: int) -> list[str]:
+    """Sets, orders and pairings of names are too many to balance, but one that recurs (the same
+    objects seen in every frame of a walk) gives an answer prior a foothold: each distinct answer
+    keeps at most a small share of the template's items, the first by id."""
+    if len(items) < min_items:
+        for iid in items:
+            log.decide(GATE_BAL, iid, "OEItem", template, "pass")
+        return sorted(items)
+    cap = max(2, math.ceil(REPEAT_SHARE * len(items)))
+    seen: dict[str, int] = {}
+    kept = []
+    for iid in sorted(items):
+        answer = items[iid].answer
+        seen[answer] = seen.get(answer, 0) + 1
+        if seen[answer] <= cap:
+            kept.append(iid)
+            log.decide(GATE_BAL, iid, "OEItem", template, "pass")
+        else:
+            log.decide(GATE_BAL, iid, "OEItem", template, "fail", {"answer": answer, "repeat_cap": cap})
+    return kept
 
 
 def _balance_group(log: GateLog, template: str, kind: tuple, items: dict[str, OEItem], bins: list[float] | None,
