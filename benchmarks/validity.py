@@ -36,7 +36,7 @@ from forge_skills.synthesize.admission import naming_problem, named_slots, shown
 from forge_skills.synthesize.answer_rules import FactTable, rule_for
 from forge_skills.synthesize.conventions import statements
 from forge_skills.synthesize.difficulty import BANDS
-from forge_skills.structure.appearance import MIN_NAMED_PIXELS
+from forge_skills.structure.appearance import MIN_NAMED_PIXELS, NAMES as COLOUR_NAMES
 from forge_skills.structure.scene_evidence import measure_evidence
 from forge_skills.synthesize.templates import builtin_root, read_template
 
@@ -192,8 +192,9 @@ def _referents(row: dict[str, Any], ft: FactTable, tpl: dict[str, Any], binding:
             word = shown_names[name].split(" ", 1)[0]
             obj = ft.object(name)
             reads = [f.colour for f in facts if f.visible_pixels >= MIN_NAMED_PIXELS]
-            row["colour_ok"] += int(obj.referable and (not obj.color or obj.color == word)
-                                    and all(not obj.color or r == word for r in reads))
+            by_colour = word in COLOUR_NAMES  # identity names ("the milk carton") carry no colour
+            row["colour_ok"] += int(obj.referable and (not by_colour or (obj.color == word
+                                                                         and all(r == word for r in reads))))
 
 
 def _pct(x: float | None) -> str:

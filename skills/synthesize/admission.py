@@ -150,6 +150,28 @@ def naming_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slots: 
     return None
 
 
+def lookalike_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slots: dict[str, Any]) -> str | None:
+    """A shown view where a named object is not clearly seen (absent, or only in part) but another
+    object of its colour (or its kind, for a name without a colour) is, too little to tell them apart: a reader asked whether
+    the yellow car is there could take a sliver of a yellow cube for it."""
+    shown = shown_views(ft, tpl, view, slots)
+    for slot in named_slots(tpl):
+        for name in slot_names(slots.get(slot)):
+            obj = ft.object(name)
+            for v in shown:
+                if ft.clear(name, v, MIN_NAMED_PIXELS):
+                    continue
+                for other in ft.objects:
+                    if other == name or not ft.fact(other, v).visible_pixels or ft.clear(other, v, MIN_NAMED_PIXELS):
+                        continue
+                    # A sliver shows its colour before its shape: objects named by colour are
+                    # confused by colour, the others by kind.
+                    kin = ft.object(other).color == obj.color if obj.color else ft.category(other) == obj.category
+                    if kin:
+                        return f"in view {v} the {other}, seen only in part, could be taken for the {name}"
+    return None
+
+
 def completeness_problem(ft: FactTable, tpl: dict[str, Any]) -> str | None:
     if rule_for(tpl).complete_labels and not ft.evidence.labels_complete:
         return "the source's labels are not exhaustive, so a count or an absence cannot be shown from them"
@@ -236,8 +258,8 @@ def convention_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slo
 def admission_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slots: dict[str, Any]) -> str | None:
     """Why these slots may not make an item of this template, or None."""
     return (completeness_problem(ft, tpl) or naming_problem(ft, tpl, view, slots)
-            or visibility_problem(ft, tpl, view, slots) or marker_problem(ft, tpl, view, slots)
-            or convention_problem(ft, tpl, view, slots))
+            or visibility_problem(ft, tpl, view, slots) or lookalike_problem(ft, tpl, view, slots)
+            or marker_problem(ft, tpl, view, slots) or convention_problem(ft, tpl, view, slots))
 
 
 def question_kinds(ft: FactTable, tpl: dict[str, Any], slots: dict[str, Any]) -> list[str]:

@@ -16,6 +16,7 @@ media do not show it cannot be made.
 
 from __future__ import annotations
 
+import math
 import string
 from typing import Any
 
@@ -91,13 +92,16 @@ def statements(evidence: Any, tpl: dict[str, Any], shown: list[int]) -> tuple[li
 
 def _view_values(evidence: Any, shown: list[int]) -> dict[str, Any]:
     """Placeholders a source statement may use: the height of the (first shown) camera above the
-    ground plane, in metres (one decimal) and centimetres."""
+    ground plane, in metres (one decimal) and centimetres, and its vertical field of view."""
     views = {v.index: v for v in evidence.views}
     first = views.get(shown[0]) if shown else None
     if first is None or first.camera_position is None:
         return {}
     z = float(first.camera_position[2])
-    return {"camera_height_m": f"{z:.1f}", "camera_height_cm": f"{z * 100:.0f}"}
+    out = {"camera_height_m": f"{z:.1f}", "camera_height_cm": f"{z * 100:.0f}"}
+    if first.intrinsics:  # with the height, the field of view lets a reader turn image rows into distances
+        out["vertical_fov_deg"] = f"{math.degrees(2 * math.atan(first.height / (2 * first.intrinsics['fy']))):.0f}"
+    return out
 
 
 def instruction(texts: list[str]) -> str:

@@ -36,12 +36,12 @@ def by_field(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> st
     field = tpl["answer_rule"].get("field")
     seen = why.get("image_margin")
     if field == "visible_pixels":
-        return banded(seen, 3.0, 1.8)
+        return banded(seen, 1.8, 1.4)
     if field == "median_depth":
-        return banded(seen, 0.2, 0.08)
+        return banded(seen, 0.15, 0.06)
     if field in ("center_x", "center_y") and view is not None and why.get("margin") is not None:
         side = ft.view(view).width if field == "center_x" else ft.view(view).height
-        return banded(float(why["margin"]) / side, 0.3, 0.12)
+        return banded(float(why["margin"]) / side, 0.12, 0.07)
     return "medium"
 
 
@@ -53,7 +53,7 @@ def by_count(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> st
 
 
 def by_image_ratio(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
-    return banded(why.get("image_margin"), 2.0, 1.5)
+    return banded(why.get("image_margin"), 1.8, 1.4)
 
 
 def by_reach(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
@@ -63,7 +63,7 @@ def by_reach(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> st
 
 
 def by_view_ratio(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
-    return banded(why.get("ratio"), 3.0, 1.8)
+    return banded(why.get("ratio"), 2.0, 1.6)
 
 
 def by_turn(key: str, easy_from: float, hard_below: float) -> Rater:
@@ -74,9 +74,9 @@ def by_turn(key: str, easy_from: float, hard_below: float) -> Rater:
 
 
 def by_grounding(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
-    """Telling the named object among the marked ones: easy when nothing else marked shares its
-    colour or its kind (one glance at either settles it), medium when one of them is shared,
-    hard when both are (colour and kind must be read together)."""
+    """Telling the named object among the marked ones: easy when one glance at its colour or at
+    its kind settles it (no other marked object shares the one or the other), medium when both
+    must be read together (some share its colour, others its kind)."""
     labels = why.get("labels") or {}
     target = why.get("target")
     if not labels or target is None:
@@ -85,7 +85,7 @@ def by_grounding(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -
     obj = ft.object(target)
     same_kind = any(ft.category(n) == obj.category for n in others)
     same_colour = bool(obj.color) and any(ft.object(n).color == obj.color for n in others)
-    return "hard" if same_kind and same_colour else "medium" if same_kind or same_colour else "easy"
+    return "medium" if same_kind and same_colour else "easy"
 
 
 def by_visible(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:

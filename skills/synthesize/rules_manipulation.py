@@ -135,7 +135,8 @@ def _stacked_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
 
 register(Rule("gripper_closed", _gripper_closed_candidates, _gripper_closed_derive, (), ("yes_no",),
               difficulty=constant("easy")))
-register(Rule("holding", per_object(_holding_derive), _holding_derive, ("object",), ("yes_no",)))
+register(Rule("holding", per_object(_holding_derive), _holding_derive, ("object",), ("yes_no",),
+              difficulty=constant("easy")))
 register(Rule("hinge_open", per_object(_hinge_open_derive, lambda d: d["opening_deg"]), _hinge_open_derive,
               ("object",), ("yes_no",)))
 register(Rule("stacked", _pairs(_stacked_derive, ordered=True), _stacked_derive, ("a", "b"), ("yes_no",)))

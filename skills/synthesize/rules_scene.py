@@ -276,8 +276,10 @@ def _count_category_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl:
         return None, {"reason": "no object of this kind in the scene"}
     min_vis = _adm(tpl, "min_visible_pixels", 1)
     px = {o: ft.fact(o, view).visible_pixels for o in pool}
-    if any(p > 0 and not ft.clear(o, view, min_vis, border=False) for o, p in px.items()):
-        return None, {"reason": "an object of this kind is seen but not clearly enough to count"}
+    # Every object in view, of any kind, must be made out: a blob too small to recognise might be
+    # one of the kind counted.
+    if any(ft.fact(o, view).visible_pixels > 0 and not ft.clear(o, view, min_vis, border=False) for o in ft.objects):
+        return None, {"reason": "an object is seen but not clearly enough to tell whether it is of this kind"}
     if any(not ft.label_ok(o) for o in pool if px[o] > 0):
         return None, {"reason": "an object of this kind is labelled difficult or cut by the tile edge"}
     n = sum(1 for p in px.values() if p >= min_vis)
@@ -342,7 +344,8 @@ for _rule in (
     Rule("turn", _turn_candidates, _turn_derive, (), ("single_choice",), difficulty=by_turn("turn_degrees", 60, 30)),
     Rule("approach", per_object(_approach_derive, lambda d: abs(d["distance_last_m"] - d["distance_first_m"])),
          _approach_derive, ("object",), ("yes_no",), difficulty=_approach_difficulty),
-    Rule("support", per_object(_support_derive), _support_derive, ("object",), ("single_choice", "yes_no")),
+    Rule("support", per_object(_support_derive), _support_derive, ("object",), ("single_choice", "yes_no"),
+         difficulty=constant("easy")),
     Rule("state", per_object(_state_derive), _state_derive, ("object",), ("single_choice", "yes_no"),
          difficulty=constant("easy")),
     Rule("count_category", _count_category_candidates, _count_category_derive, ("category",),

@@ -25,7 +25,9 @@ def _measure(arrays: dict[str, np.ndarray], body: int, view: int) -> dict[str, f
     if not px:
         return {"px": 0, "cx": None, "cy": None, "depth": None}
     ys, xs = np.nonzero(mask)
-    return {"px": px, "cx": float(xs.mean()), "cy": float(ys.mean()), "depth": float(np.median(arrays[f"depth_{view}"][mask]))}
+    # At the precision the evidence records, so a margin exactly at its floor is decided alike.
+    return {"px": px, "cx": round(float(xs.mean()), 2), "cy": round(float(ys.mean()), 2),
+            "depth": round(float(np.median(arrays[f"depth_{view}"][mask])), 5)}
 
 
 def _plural(category: str) -> str:

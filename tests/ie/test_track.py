@@ -112,7 +112,8 @@ def test_household_instructions_name_types_and_an_index_fails_b2(ie_built):
         tid, task = tasks[0]
         ctx = CheckContext(tid, lambda a: None, store)
         assert CHECKS["ie_names_unambiguous"](task, ctx).passed
-        words = next(natural(k) for k in sorted(goal_targets(task.goal)) if natural(k) in task.instruction["macro"])
+        words = next(natural(k) for k in sorted(goal_targets(task.goal)) if natural(k) in task.instruction["macro"]
+                     and any(natural(k) in m for m in task.instruction["micro"]))
         indexed_macro = {**task.instruction, "macro": task.instruction["macro"].replace(words, f"{words} 2")}
         indexed_steps = {**task.instruction, "micro": [m.replace(words, f"{words} 2") for m in task.instruction["micro"]]}
         assert indexed_steps != task.instruction  # the steps name the goal's object too
