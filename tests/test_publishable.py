@@ -116,6 +116,26 @@ def test_a_metric_question_needs_its_scale_reference_in_view(wide):
     assert checked >= 5
 
 
+def test_a_scale_body_must_show_two_corners_to_measure_by(wide):
+    """A table seen as one corner with both edges running out of the picture gives no length to
+    measure by, however many of its pixels show: such views ask no distance."""
+    tpl = _template("distance_numeric")
+    caught = 0
+    for ev in _evidence(wide["store"]):
+        scale = ev.conventions["scale"]
+        assert scale.get("corners") and scale.get("min_corners") == 2
+        plain = ev.model_copy(update={"conventions": {**ev.conventions,
+                                                      "scale": {k: v for k, v in scale.items() if k != "corners"}}})
+        for view, slots in _admitted(plain, "distance_numeric", limit=2):
+            problem = admission_problem(FactTable(ev), tpl, view, slots)
+            if problem is not None:
+                assert "of the table's corners, too few to measure the scale by" in problem
+                caught += 1
+        if caught >= 3:
+            break
+    assert caught >= 3
+
+
 # -- 2. referents a person cannot make out ---------------------------------------------------------
 
 
@@ -320,3 +340,24 @@ def test_band_quotas_move_items_to_where_the_mix_is_short():
                          {"easy": 0.2, "medium": 0.4, "hard": 0.4})
     assert quotas["a"] == {"easy": 10, "medium": 0, "hard": 0}
     assert quotas["b"]["easy"] == 0 and quotas["b"]["medium"] + quotas["b"]["hard"] == 10
+
+
+def test_a_capability_short_of_its_target_says_why(wide):
+    """A shortfall is stated with its reason in composition.json and the package README."""
+    from collections import Counter
+
+    from forge_skills.package.oe_package import _composition, _readme
+
+    with Store(wide["store"], read_only=True) as s:
+        (bp,) = s.execute("SELECT content FROM artifacts WHERE type = 'Blueprint'").fetchone()
+    bp = Blueprint.model_validate_json(bp)
+    items = _items(wide["store"])
+    cap = sorted(bp.capability_targets)[0]
+    asked = bp.model_copy(update={"capability_targets": {**bp.capability_targets, cap: 10_000}})
+    chosen = select_composition(asked, items)
+    comp = _composition(asked, [it for _, it in chosen], ["pybullet_tabletop"] * len(chosen),
+                        Counter(it.capability for _, it in items))
+    row = comp["capabilities"][cap]
+    assert not row["within_tolerance"] and "every one of its" in row["shortfall"]
+    assert all("shortfall" not in r for c, r in comp["capabilities"].items() if r["within_tolerance"])
+    assert f"{cap} is short of its target: every one of its" in _readme(asked, comp, "m")

@@ -74,7 +74,8 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
                             "answer_indices": item.answer_indices, "answer_value": item.answer_value, "targets": item.targets,
                             "options": item.options, "scoring": item.scoring, "capability": item.capability,
                             "question_type": item.question_type, "template": item.template})
-    composition = _composition(blueprint, [it for _, it in selected], [kind_of[i] for i, _ in selected])
+    composition = _composition(blueprint, [it for _, it in selected], [kind_of[i] for i, _ in selected],
+                               Counter(it.capability for it in items))
     if referenced:
         composition["media_referenced"] = referenced
     if review:
@@ -241,7 +242,17 @@ def _source_kinds(ctx: SkillContext, items: list[OEItem]) -> list[str]:
     return [records[evidence[it.evidence]["source"]]["kind"] for it in items]
 
 
-def _composition(blueprint: Blueprint, items: list[OEItem], kinds: list[str]) -> dict[str, Any]:
+def _short_reason(achieved: int, accepted: int) -> str:
+    """Why a capability fell short of its target: no more items passed, or balance held some."""
+    if achieved >= accepted:
+        return (f"every one of its {accepted} accepted items is released: the contracts and gates held or "
+                "rejected its other candidates (the build summary's rejections and templates say which)")
+    return (f"{accepted - achieved} of its {accepted} accepted items were left out to keep answers and "
+            "templates balanced")
+
+
+def _composition(blueprint: Blueprint, items: list[OEItem], kinds: list[str],
+                 accepted: Counter | None = None) -> dict[str, Any]:
     quotas = source_quotas(blueprint)
     caps = Counter(i.capability for i in items)
     qts = Counter(i.question_type for i in items)
@@ -255,6 +266,9 @@ def _composition(blueprint: Blueprint, items: list[OEItem], kinds: list[str]) ->
                                for c, t in blueprint.capability_targets.items()),
         "capabilities": {c: {"target": t, "achieved": caps.get(c, 0),
                              "within_tolerance": _within(caps.get(c, 0), t, blueprint.composition_tolerance),
+                             **({"shortfall": _short_reason(caps.get(c, 0), accepted.get(c, 0))}
+                                if accepted is not None and not _within(caps.get(c, 0), t, blueprint.composition_tolerance)
+                                else {}),
                              **({"chosen_by": blueprint.capability_sources[c]} if c in blueprint.capability_sources else {})}
                          for c, t in sorted(blueprint.capability_targets.items())},
         **({"unavailable": dict(sorted(blueprint.unavailable.items()))} if blueprint.unavailable else {}),
@@ -280,6 +294,9 @@ def _readme(blueprint: Blueprint, composition: dict[str, Any], mod: str, quality
              "| capability | target | achieved | within tolerance |", "|---|---|---|---|"]
     for cap, row in composition["capabilities"].items():
         lines.append(f"| {cap} | {row['target']} | {row['achieved']} | {'yes' if row['within_tolerance'] else 'no'} |")
+    for cap, row in composition["capabilities"].items():
+        if row.get("shortfall"):
+            lines += ["", f"{cap} is short of its target: {row['shortfall']}."]
     if len(composition["sources"]) > 1:
         lines += ["", "Items per source: " + ", ".join(f"{k} {v['items']}" for k, v in composition["sources"].items())
                   + "."]

@@ -15,6 +15,7 @@ the question.
 
 from __future__ import annotations
 
+import functools
 import string
 from typing import Any
 
@@ -36,8 +37,14 @@ SINGULAR = "_singular"  # a category slot's field in a realization, in the singu
 
 def realization_slots(tpl: dict[str, Any]) -> set[str]:
     """Slots the realizations name (``{category_singular}`` names the ``category`` slot)."""
-    fields = {f for text in tpl["realizations"] for _, f, _, _ in string.Formatter().parse(text) if f}
-    return {f[: -len(SINGULAR)] if f.endswith(SINGULAR) and f[: -len(SINGULAR)] in tpl["slots"] else f for f in fields}
+    return set(_fields(tuple(tpl["realizations"]), frozenset(tpl["slots"])))
+
+
+@functools.lru_cache(maxsize=1024)  # asked for every candidate binding of a template
+def _fields(realizations: tuple[str, ...], slots: frozenset[str]) -> frozenset[str]:
+    fields = {f for text in realizations for _, f, _, _ in string.Formatter().parse(text) if f}
+    return frozenset(f[: -len(SINGULAR)] if f.endswith(SINGULAR) and f[: -len(SINGULAR)] in slots else f
+                     for f in fields)
 
 
 def named_slots(tpl: dict[str, Any]) -> list[str]:

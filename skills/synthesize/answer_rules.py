@@ -41,6 +41,19 @@ class FactTable:
         self.referents = [o.name for o in evidence.objects if o.referable]
         self._objects = {o.name: o for o in evidence.objects}
         self.views = [v.index for v in evidence.views]
+        # Derivations ask for the same centres and camera matrices again and again (every
+        # triple of objects in a view): each is computed once per table.
+        self._centers: dict[str, np.ndarray] = {}
+        self._views: dict[int, Any] | None = None
+        self._cameras: dict[int, tuple[np.ndarray, dict[str, float]] | None] = {}
+
+    def center_3d(self, name: str) -> np.ndarray:
+        """Centre of an object's 3D box."""
+        c = self._centers.get(name)
+        if c is None:
+            o = self._objects[name]
+            c = self._centers[name] = (np.array(o.box_3d_min) + np.array(o.box_3d_max)) / 2.0
+        return c
 
     def fact(self, obj: str, view: int) -> ObjectViewFact:
         try:
@@ -102,15 +115,19 @@ class FactTable:
     def project(self, point: Any, view: int) -> tuple[float, float] | None:
         """Pixel (u, v) of a world point in a calibrated view; None when the view has no camera
         geometry or the point is behind the camera."""
-        v = self.view(view)
-        if v.intrinsics is None or v.view_matrix is None:
+        if view not in self._cameras:
+            v = self.view(view)
+            self._cameras[view] = None if v.intrinsics is None or v.view_matrix is None else \
+                (np.array(v.view_matrix, dtype=float).reshape(4, 4, order="F"), v.intrinsics)
+        camera = self._cameras[view]
+        if camera is None:
             return None
-        cam = np.array(v.view_matrix, dtype=float).reshape(4, 4, order="F") @ np.array([*point, 1.0])
+        matrix, k = camera
+        cam = matrix @ np.array([point[0], point[1], point[2], 1.0])
         z = -float(cam[2])
         if z <= 1e-6:
             return None
-        return v.intrinsics["cx"] + v.intrinsics["fx"] * float(cam[0]) / z, \
-            v.intrinsics["cy"] - v.intrinsics["fy"] * float(cam[1]) / z
+        return k["cx"] + k["fx"] * float(cam[0]) / z, k["cy"] - k["fy"] * float(cam[1]) / z
 
     def clear(self, obj: str, view: int, min_pixels: float, border: bool = True) -> bool:
         """Clearly seen: at least ``min_pixels`` and made out by the source's referent rules."""
@@ -122,7 +139,9 @@ class FactTable:
         return [v.index for v in sorted(timed, key=lambda v: (v.time, v.index))]
 
     def view(self, index: int):
-        return next(v for v in self.evidence.views if v.index == index)
+        if self._views is None:
+            self._views = {v.index: v for v in self.evidence.views}
+        return self._views[index]
 
     def views_with_role(self, roles: list[str] | None) -> list[int]:
         return [v.index for v in self.evidence.views if roles is None or v.role in roles]
@@ -482,8 +501,7 @@ def _visible_set_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> li
 
 
 def _center_of(ft: FactTable, name: str):
-    o = ft.object(name)
-    return (np.array(o.box_3d_min) + np.array(o.box_3d_max)) / 2.0
+    return ft.center_3d(name)
 
 
 def _nearest_to_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
@@ -492,7 +510,8 @@ def _nearest_to_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dic
         return None, {"reason": "the anchor is among the options"}
     if any(ft.fact(n, view).visible_pixels < _adm(tpl, "min_visible_pixels", 1) for n in [anchor, *names]):
         return None, {"reason": "an object is not clearly visible"}
-    dist = {n: float(np.linalg.norm(_center_of(ft, n) - _center_of(ft, anchor))) for n in names}
+    at = ft.center_3d(anchor)
+    dist = {n: math.dist(ft.center_3d(n), at) for n in names}
     ranked = sorted(names, key=lambda n: dist[n])
     margin = dist[ranked[1]] - dist[ranked[0]]
     if margin < _adm(tpl, "min_margin", 0.05):

@@ -10,8 +10,9 @@ item shows those sentences as its instruction line. TPL-1 checks that a template
 convention its rule relies on; OE-12 that every item's visible text carries each statement.
 
 A source statement may need a static body in view to hold (``{text, body, min_pixels}``: "the
-table top is 150 cm long" is a scale reference only where the table can be seen); an item whose
-media do not show it cannot be made.
+table top is 150 cm long" is a scale reference only where the table can be seen), and enough of
+its corners (``corners``: world points, ``min_corners``) for a length to be read off it; an item
+whose media do not show them cannot be made.
 """
 
 from __future__ import annotations
@@ -86,8 +87,31 @@ def statements(evidence: Any, tpl: dict[str, Any], shown: list[int]) -> tuple[li
             short = [v for v in shown if views[v].body_pixels.get(body, 0) < need]
             if short or not shown:
                 return [], f"the {body} that sets the {c} is not clearly in view {short[:1] or shown}"
+            # A length is read off a body between two of its corners: a view that shows a corner
+            # of the table and two edges running out of the picture gives no scale.
+            corners, least = stated.get("corners"), int(stated.get("min_corners", 2))
+            seen = [sum(_in_image(views[v], p) for p in corners) for v in shown] if corners else []
+            if seen and min(seen) < least:
+                return [], (f"view {shown[seen.index(min(seen))]} shows {min(seen)} of the {body}'s corners, "
+                            f"too few to measure the {c} by (needs {least})")
         out.append(stated["text"].format(**_view_values(evidence, shown)))
     return out, None
+
+
+def _in_image(view: Any, point: list[float]) -> bool:
+    """Whether a world point projects inside a calibrated view's picture (uncalibrated: unknown,
+    taken as inside)."""
+    if view.intrinsics is None or view.view_matrix is None:
+        return True
+    m = view.view_matrix  # column-major 4x4, OpenGL camera looking down -z
+    x, y, z = point
+    cam = [m[r] * x + m[4 + r] * y + m[8 + r] * z + m[12 + r] for r in range(3)]
+    if -cam[2] <= 1e-6:
+        return False
+    k = view.intrinsics
+    u = k["cx"] + k["fx"] * cam[0] / -cam[2]
+    v = k["cy"] - k["fy"] * cam[1] / -cam[2]
+    return 0 <= u < view.width and 0 <= v < view.height
 
 
 def _view_values(evidence: Any, shown: list[int]) -> dict[str, Any]:
