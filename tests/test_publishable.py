@@ -158,6 +158,36 @@ def test_a_referent_a_person_cannot_make_out_is_not_admitted(built, defect):
     assert planted >= 5
 
 
+def test_a_faint_object_blocks_a_count_beside_only_on_the_counted_side(built):
+    """How many objects are left of the anchor: a half-hidden object on the left could be one
+    more, so the count is not asked; one on the right cannot change it, so it is."""
+    tpl = _template("count_left_numeric")
+    left = right = 0
+    for ev in _evidence(built["store"]):
+        ft = FactTable(ev)
+        for view, slots in _admitted(ev, "count_left_numeric", limit=4):
+            at = ft.value(slots["anchor"], view, "center_x")
+            for name in ft.visible(view, 1):
+                x = ft.value(name, view, "center_x")
+                if name == slots["anchor"] or abs(x - at) < 40:
+                    continue
+                faint = _with_fact(ev, name, view, visible_share=0.2)
+                answer, why = rule_for(tpl).derive(FactTable(faint), view, slots, tpl)
+                if x < at:
+                    assert answer is None and "counted side" in why["reason"]
+                    left += 1
+                else:
+                    kept, _ = rule_for(tpl).derive(ft, view, slots, tpl)
+                    if answer is None:  # it was one of the few others the template asks for
+                        assert "too few other objects" in why["reason"]
+                        continue
+                    assert answer == kept, (answer, kept)
+                    right += 1
+        if left >= 3 and right >= 3:
+            break
+    assert left >= 3 and right >= 3
+
+
 def test_a_sliver_of_a_look_alike_makes_an_absence_unanswerable(built):
     """Asked whether the yellow car is in a frame that holds only a sliver of a yellow cube: the
     sliver could be the car. An absent object's look-alikes must be made out clearly."""

@@ -413,24 +413,31 @@ def _count_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Can
 
 def _count_beside_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     """How many other objects lie on one side of the anchor in the image (by centre column).
-    Every object must be clearly in view or out of it, and none may sit so near the anchor's
+    Every object on that side or near the anchor's column must be clearly in view or out of it
+    (one on the other side cannot change the count), and none may sit so near the anchor's
     column that a person could not tell which side it is on."""
     rule = tpl["answer_rule"]
     anchor = slots["anchor"]
     min_vis = _adm(tpl, "min_visible_pixels", 1)
     px = {o: ft.fact(o, view).visible_pixels for o in ft.objects}
-    if any(p > 0 and not ft.clear(o, view, min_vis, border=False) for o, p in px.items()):
-        return None, {"reason": "an object is seen but not clearly enough to count"}
-    if px[anchor] < min_vis:
+    if px[anchor] < min_vis or not ft.clear(anchor, view, min_vis, border=False):
         return None, {"reason": f"{anchor} is not clearly visible"}
-    x = {o: ft.value(o, view, "center_x") for o, p in px.items() if p >= min_vis}
+    side = rule.get("side", "left")
+    sign = -1.0 if side == "left" else 1.0
+    at = ft.value(anchor, view, "center_x")
+    near = _adm(tpl, "min_margin", 0.0)
+    unclear = [o for o, p in px.items() if p > 0 and not ft.clear(o, view, min_vis, border=False)
+               and (ft.value(o, view, "center_x") is None or sign * (ft.value(o, view, "center_x") - at) > -near)]
+    if unclear:
+        return None, {"reason": "an object on the counted side is seen but not clearly enough to count"}
+    x = {o: ft.value(o, view, "center_x") for o, p in px.items()
+         if p >= min_vis and ft.clear(o, view, min_vis, border=False)}
     others = {o: v - x[anchor] for o, v in x.items() if o != anchor}
     if len(others) < _adm(tpl, "min_others", 0):
         return None, {"reason": "too few other objects in view to count"}
     margin = min((abs(d) for d in others.values()), default=float("inf"))
     if margin < _adm(tpl, "min_margin", 0.0):
         return None, {"reason": f"an object is within {margin:.0f} px of the anchor's column"}
-    side = rule.get("side", "left")
     n = sum(1 for d in others.values() if (d < 0 if side == "left" else d > 0))
     return str(n), {"count": n, "side": side, "offsets_px": others, "margin": margin}
 

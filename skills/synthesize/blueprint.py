@@ -16,7 +16,7 @@ from forge.skills import SkillContext, skill
 # Items one view yields across the tabletop template family (measured on built scenes,
 # with margin; referents a person can make out and image margins admit fewer than counting
 # pixels did): used only to size the scene count when the intent does not give it.
-ITEMS_PER_VIEW_ESTIMATE = 5.0
+ITEMS_PER_VIEW_ESTIMATE = 5.2
 
 
 class BlueprintParams(BaseModel):

@@ -89,7 +89,9 @@ def statements(evidence: Any, tpl: dict[str, Any], shown: list[int]) -> tuple[li
                 return [], f"the {body} that sets the {c} is not clearly in view {short[:1] or shown}"
             # A length is read off a body between two of its corners: a view that shows a corner
             # of the table and two edges running out of the picture gives no scale.
-            corners, least = stated.get("corners"), int(stated.get("min_corners", 2))
+            # A template measuring from a body it shows (the arm's base) may need fewer.
+            corners = stated.get("corners")
+            least = int((tpl.get("admission") or {}).get("scale_min_corners", stated.get("min_corners", 2)))
             seen = [sum(_in_image(views[v], p) for p in corners) for v in shown] if corners else []
             if seen and min(seen) < least:
                 return [], (f"view {shown[seen.index(min(seen))]} shows {min(seen)} of the {body}'s corners, "

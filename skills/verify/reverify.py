@@ -205,7 +205,12 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
         return str(sum(1 for p in px if p >= min_px))
     if name == "count_beside":
         px = {n: v["px"] for n, v in m.items()}
-        if any(0 < p < min_px for p in px.values()) or px[slots["anchor"]] < min_px:
+        if px[slots["anchor"]] < min_px:
+            return None
+        # A faint object matters on the counted side or near the anchor's column only.
+        sign = -1.0 if rule.get("side", "left") == "left" else 1.0
+        at = m[slots["anchor"]]["cx"]
+        if any(0 < p < min_px and sign * (m[n]["cx"] - at) > -adm.get("min_margin", 0.0) for n, p in px.items()):
             return None
         offsets = [m[n]["cx"] - m[slots["anchor"]]["cx"] for n, p in px.items() if p >= min_px and n != slots["anchor"]]
         if len(offsets) < adm.get("min_others", 0) or (offsets and min(abs(d) for d in offsets) < adm.get("min_margin", 0.0)):

@@ -30,7 +30,8 @@ def test_repaired_versions_pass_the_same_contracts(faulted):
     fb = faulted(Fault("wrong_answer_key", "synthesize.realize_item", rate=0.05))
     new = [a for r in fb.repairs() for a in r["new"]]
     assert new
-    checks = fb.store.verifications(new + fb.injected)
+    priors = [fb.metadata(aid)["repair"]["prior"] for aid in new]
+    checks = fb.store.verifications(new + fb.injected + priors)
     for aid in new:
         prior = fb.metadata(aid)["repair"]["prior"]
         assert [c["requirement"] for c in checks[aid]] == [c["requirement"] for c in checks[prior]]
