@@ -46,6 +46,9 @@ class ResourceDescriptor(BaseModel):
                                         "(a scale reference)")
     referents: ReferentRules | None = Field(None, description="what a person needs to make out an object a "
                                             "question names")
+    items_per_view: float | None = Field(None, gt=0, description="items one view is expected to yield across "
+                                         "the source's templates, after admission and the gates: sizes the first "
+                                         "collection (top-ups follow the yield measured on the build)")
 
     def available(self) -> tuple[bool, str]:
         from forge.skills import module_available

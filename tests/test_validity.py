@@ -36,7 +36,7 @@ ROOM_OE = {"items": 160, "capabilities": ["temporal", "camera_motion", "object_s
 def room(tmp_path_factory):
     root = tmp_path_factory.mktemp("validity-room")
     intent = write_intent(root, "room.yaml", oe=ROOM_OE,
-                          sources=[{"kind": "pybullet_room", "embodiment": "husky", "scenes": 40, "frames": 6}])
+                          sources=[{"kind": "pybullet_room", "embodiment": "husky", "scenes": 60, "frames": 6}])
     summary = run_build(intent, root / "store", root / "out")
     return {"store": root / "store", "summary": summary, "package": Path(summary["package_path"])}
 

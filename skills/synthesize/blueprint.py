@@ -11,11 +11,13 @@ from forge.artifact_types import Blueprint
 from forge.errors import IntentError
 from forge.intent import IntentBase, intent_model
 from forge.keys import digest
+from forge.resources import descriptor
 from forge.skills import SkillContext, skill
 
 # Items one view yields across the tabletop template family (measured on built scenes,
 # with margin; referents a person can make out and image margins admit fewer than counting
-# pixels did): used only to size the scene count when the intent does not give it.
+# pixels did): used only to size the scene count when the intent does not give it and the
+# source descriptor gives no ``items_per_view`` of its own.
 ITEMS_PER_VIEW_ESTIMATE = 5.2
 
 
@@ -43,7 +45,8 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
         elif entry.get("scenes") is None:
             views = int(getattr(src, "views", 1))
             # Sources share the items: each is first sized for its share (top-ups follow the yield).
-            entry["scenes"] = max(2, math.ceil(_share(intent, src) / (views * ITEMS_PER_VIEW_ESTIMATE)))
+            per_view = descriptor(src.kind).items_per_view or ITEMS_PER_VIEW_ESTIMATE
+            entry["scenes"] = max(2, math.ceil(_share(intent, src) / (views * per_view)))
         sources.append(entry)
     unavailable = _unavailable(intent)
     wanted = [c for c in oe.capabilities if c not in unavailable]
