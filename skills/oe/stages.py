@@ -336,9 +336,8 @@ class StageRunner(WorkflowRunner):
             return {}
         if worst <= 0.0:
             return {}  # no unit yields this capability at all; more of them will not help
-        # At least an eighth more: top-ups are few (MAX_TOPUPS), tiny ones would waste them, and
-        # a large floor overshoots a target missed by a few items by a whole round of scenes.
-        return {i: max(math.ceil(u / 8), min(u, math.ceil(u * (1.0 / worst - 1.0) * 1.1))) for i, u in growable.items()}
+        # At least a quarter more: top-ups are few (MAX_TOPUPS), small ones would waste them.
+        return {i: max(math.ceil(u / 4), min(u, math.ceil(u * (1.0 / worst - 1.0) * 1.1))) for i, u in growable.items()}
 
     # -- steps ------------------------------------------------------------------------------
 

@@ -243,10 +243,13 @@ def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) ->
                 plan[t] = ordered.get(t, [])[: share[t]]
             continue
         # Each template realizes as many as without a mix; which of its bindings leans towards the
-        # bands the capability is short of, its answers still taking turns.
-        deficit = dict(quotas[cap])
+        # bands the capability is short of, its answers still taking turns. Each takes its own
+        # part of the capability's band quotas, so an edit to one template leaves the others'
+        # choices as they were.
+        total = max(1, sum(share.values()))
         for t in sorted(templates):
             ids = ordered.get(t, [])
+            deficit = {b: n * share[t] / total for b, n in quotas[cap].items()}
             plan[t] = steered(_answer_turns(ids, bindings), share[t], lambda b: bindings[b].difficulty, deficit)
     return plan
 
