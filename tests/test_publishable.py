@@ -15,9 +15,9 @@ from forge.artifact_types import Blueprint, EvidenceRecord, OEItem, Template
 from forge.contracts import CheckContext
 from forge.store import Store
 from forge_skills.synthesize.admission import admission_problem, marker_problem
-from forge_skills.synthesize.answer_rules import FactTable, depth_cue, rule_for
+from forge_skills.synthesize.answer_rules import FactTable, confusers, depth_cue, rule_for
 from forge_skills.package.oe_package import select_composition
-from forge_skills.synthesize.difficulty import band_quotas, by_field, by_grounding
+from forge_skills.synthesize.difficulty import band_quotas, by_field, by_grounding, template_quotas
 from forge_skills.synthesize.templates import builtin_root, read_template
 from forge_skills.verify.blind_solvers import blind_report
 from forge_skills.verify.checks import item_states_assumptions, template_declares
@@ -335,13 +335,61 @@ def _extent(box: list[int]) -> float:
 def test_difficulty_follows_the_margins(wide):
     assert by_field({"image_margin": 5.0}, _template("largest_choice"), None, None) == "easy"  # a 5:1 area ratio
     assert by_field({"image_margin": 1.35}, _template("largest_choice"), None, None) == "hard"
-    ft = FactTable(_evidence(wide["store"])[0])
-    names = ft.objects[:4]
-    labels = dict(zip("ABCD", names))
-    alone = [n for n in names if all(ft.category(m) != ft.category(n) and (not ft.object(n).color
-                                     or ft.object(m).color != ft.object(n).color) for m in names if m != n)]
-    for n in alone:  # a single-referent colour check
-        assert by_grounding({"labels": labels, "target": n}, {}, ft, 0) == "easy"
+    assert by_grounding({"confusers": []}, {}, None, None) == "easy"  # a single-referent colour check
+    assert by_grounding({"confusers": ["kind"]}, {}, None, None) == "medium"
+    assert by_grounding({"confusers": ["colour", "kind"]}, {}, None, None) == "hard"
+
+
+def test_grounding_marks_an_object_that_shares_its_kind_or_colour(wide):
+    """"Which label marks the red cube?" with no other cube and nothing else red is read from one
+    glance at the colour: the grounding templates mark at least one object that shares the named
+    one's kind or its colour."""
+    tpl = _template("grounding_choice")
+    plain = {**tpl, "admission": {k: v for k, v in tpl["admission"].items() if k != "min_confusers"}}
+    checked = refused = 0
+    for ev in _evidence(wide["store"])[:12]:
+        ft = FactTable(ev)
+        for view in ft.views:
+            for cand in rule_for(plain).candidates(ft, view, plain):
+                target, marked = cand.slots["target"], cand.slots["marked"]
+                shared = confusers(ft, target, [n for n in marked if n != target])
+                answer, why = rule_for(tpl).derive(ft, view, cand.slots, tpl)
+                checked += 1
+                if shared:
+                    assert answer == cand.answer and why["confusers"] == sorted(shared)
+                else:
+                    refused += 1
+                    assert answer is None and "one attribute" in why["reason"]
+    assert checked and refused, (checked, refused)
+
+
+def test_a_selection_lists_objects_each_decided_by_the_single_object_rule(wide):
+    """"Which of these objects are inside a tray?": every listed object is decided as the yes/no
+    question on it would be, and the list holds objects of both answers."""
+    tpl, single = _template("in_tray_select_multi"), _template("in_tray_yesno")
+    seen = 0
+    for ev in _evidence(wide["store"]):
+        ft = FactTable(ev)
+        for view in ft.views:
+            for cand in rule_for(tpl).candidates(ft, view, tpl):
+                per = {o: rule_for(single).derive(ft, view, {"object": o}, single)[0] for o in cand.slots["objects"]}
+                chosen = {o for o, a in per.items() if a == "yes"}
+                assert set(cand.answer.split(", ")) == chosen and 0 < len(chosen) < len(per), (cand, per)
+                seen += 1
+    assert seen
+    assert rule_for(tpl).difficulty_of({"selected": 1, "listed": 3}, tpl, None, None) == "medium"
+    assert rule_for(tpl).difficulty_of({"selected": 2, "listed": 4}, tpl, None, None) == "hard"
+
+
+def test_a_template_of_one_band_takes_only_its_part_of_that_band():
+    """Templates split each band's quota by what they hold: a yes/no template of easy items takes
+    the easy part, not an even half of the capability (which put 70% of a room package in easy)."""
+    quota = {"easy": 2, "medium": 4, "hard": 4}
+    q = template_quotas(10, quota, {"yesno": {"easy": 50}, "select": {"medium": 20, "hard": 20}})
+    assert q["yesno"] == {"easy": 2, "medium": 0, "hard": 0}
+    assert q["select"] == {"easy": 0, "medium": 4, "hard": 4}
+    q = template_quotas(10, quota, {"yesno": {"easy": 50}, "select": {"medium": 3}})
+    assert q["select"]["medium"] == 3 and q["yesno"]["easy"] == 7  # what the bands cannot fill, any band does
 
 
 def test_the_release_meets_the_asked_difficulty_mix(wide):

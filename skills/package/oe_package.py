@@ -19,7 +19,7 @@ from forge.artifact_types import Blueprint, OEItem, Package
 from forge.keys import digest
 from forge.skills import SkillContext, skill
 from forge_skills.verify.gates import source_quotas, split_targets
-from forge_skills.synthesize.difficulty import BANDS, band_quotas, mix_report, steered
+from forge_skills.synthesize.difficulty import BANDS, band_quotas, mix_report, steered, template_quotas
 
 
 def module_name(package_name: str) -> str:
@@ -157,7 +157,8 @@ def select_composition(blueprint: Blueprint, items: list[tuple[str, OEItem]],
 def _select(targets: dict[str, int], items: list[tuple[str, OEItem]],
             shares: dict[str, float] | None = None) -> list[tuple[str, OEItem]]:
     """Per capability, round-robin over its templates (answers taking turns in each); with a
-    difficulty mix, first each band's quota (``band_quotas``), then whatever band is left."""
+    difficulty mix, each band's quota (``band_quotas``) spread over the templates holding that
+    band (``template_quotas``), then whatever band is left."""
     by_cap: dict[str, dict[str, list[tuple[str, OEItem]]]] = {}
     for iid, item in sorted(items, key=lambda x: x[0]):
         by_cap.setdefault(item.capability, {}).setdefault(item.template, []).append((iid, item))
@@ -168,19 +169,21 @@ def _select(targets: dict[str, int], items: list[tuple[str, OEItem]],
     for cap, target in sorted(targets.items()):
         templates = sorted(by_cap.get(cap, {}))
         pools = [_interleave_answers(by_cap[cap][t]) for t in templates]
-        counts = _round_robin_counts([len(p) for p in pools], target)
         if not quotas:
+            counts = _round_robin_counts([len(p) for p in pools], target)
             selected += [x for p, n in zip(pools, counts) for x in p[:n]]
             continue
-        # As many per template as round-robin gives; which ones leans towards the bands the mix
-        # is short of, answers still taking turns.
-        deficit = dict(quotas[cap])
+        # Each band's quota spread over the templates holding that band; which items of a
+        # template, answers still taking turns.
         item = {iid: it for p in pools for iid, it in p}
-        for t, n in zip(templates, counts):
+        held = {t: {b: sum(it.difficulty == b for _, it in by_cap[cap][t]) for b in BANDS} for t in templates}
+        per_template = template_quotas(target, quotas[cap], held)
+        for t in templates:
             groups: dict[str, list[str]] = {}
             for iid, it in _interleave_answers(by_cap[cap][t]):
                 groups.setdefault(it.answer, []).append(iid)
-            chosen = steered(list(groups.values()), n, lambda i: item[i].difficulty, deficit)
+            chosen = steered(list(groups.values()), sum(per_template[t].values()), lambda i: item[i].difficulty,
+                             dict(per_template[t]))
             selected += [(i, item[i]) for i in chosen]
     return sorted(selected, key=lambda x: x[0])
 

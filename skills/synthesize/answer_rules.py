@@ -666,7 +666,24 @@ def _grounding_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict
               for a, b in itertools.combinations(facts, 2))
     if gap < _adm(tpl, "min_separation_px", 0):
         return None, {"reason": f"markers {gap:.0f} px apart, below admission"}
-    return labels[marked.index(target)], {"labels": dict(zip(labels, marked)), "target": target, "separation_px": gap}
+    shared = confusers(ft, target, [n for n in marked if n != target])
+    if len(shared) < _adm(tpl, "min_confusers", 0):
+        return None, {"reason": f"the other marked objects share {sorted(shared) or 'nothing'} with the one named: "
+                                "a glance at one attribute picks it out"}
+    return labels[marked.index(target)], {"labels": dict(zip(labels, marked)), "target": target, "separation_px": gap,
+                                          "confusers": sorted(shared)}
+
+
+def confusers(ft: FactTable, target: str, others: list[str]) -> set[str]:
+    """What the named object shares with other marked ones: ``kind`` (another of its category:
+    its colour must be read) and ``colour`` (another of its colour: its kind must be read)."""
+    obj = ft.object(target)
+    out = set()
+    if any(ft.category(n) == obj.category for n in others):
+        out.add("kind")
+    if obj.color and any(ft.object(n).color == obj.color for n in others):
+        out.add("colour")
+    return out
 
 
 def _grounding_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
@@ -710,6 +727,10 @@ class Rule:
     conventions: tuple[str, ...] | Callable[[dict[str, Any]], tuple[str, ...]] = ()
     # How demanding an item is from its derivation (see difficulty.py); medium when unrated.
     difficulty: Callable[[dict[str, Any], dict[str, Any], Any, Any], str] | None = None
+    # The answer is a fact of the scene, not of the view (what an object rests on, whether it
+    # stands): asked of the same object from two views, or in two lists that share it, it is
+    # the same question twice.
+    scene_fact: bool = False
 
     def quantity_of(self, template: dict[str, Any]) -> str:
         return self.quantity(template) if self.quantity else self.name

@@ -41,7 +41,7 @@ def by_field(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> st
         return banded(seen, 0.15, 0.06)
     if field in ("center_x", "center_y") and view is not None and why.get("margin") is not None:
         side = ft.view(view).width if field == "center_x" else ft.view(view).height
-        return banded(float(why["margin"]) / side, 0.12, 0.07)
+        return banded(float(why["margin"]) / side, 0.10, 0.06)
     return "medium"
 
 
@@ -53,7 +53,8 @@ def by_count(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> st
 
 
 def by_image_ratio(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
-    return banded(why.get("image_margin"), 1.8, 1.4)
+    """Separations in the image: one 1.6 times the other is seen at a glance."""
+    return banded(why.get("image_margin"), 1.6, 1.3)
 
 
 def by_reach(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
@@ -75,17 +76,13 @@ def by_turn(key: str, easy_from: float, hard_below: float) -> Rater:
 
 def by_grounding(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
     """Telling the named object among the marked ones: easy when one glance at its colour or at
-    its kind settles it (no other marked object shares the one or the other), medium when both
-    must be read together (some share its colour, others its kind)."""
-    labels = why.get("labels") or {}
-    target = why.get("target")
-    if not labels or target is None:
+    its kind settles it (no other marked object shares either), medium when one of them must be
+    read with care (another shares its kind or its colour), hard when both must be read together
+    (some share its colour, others its kind)."""
+    shared = why.get("confusers")
+    if shared is None:
         return "medium"
-    others = [n for n in labels.values() if n != target]
-    obj = ft.object(target)
-    same_kind = any(ft.category(n) == obj.category for n in others)
-    same_colour = bool(obj.color) and any(ft.object(n).color == obj.color for n in others)
-    return "medium" if same_kind and same_colour else "easy"
+    return ("easy", "medium", "hard")[min(2, len(shared))]
 
 
 def by_visible(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
@@ -166,6 +163,47 @@ def band_quotas(needs: dict[str, int], available: dict[str, dict[str, int]],
         if not moved:
             break
     return quota
+
+
+def water_fill(need: int, available: dict[str, int]) -> dict[str, int]:
+    """``need`` spread as evenly as ``available`` allows: each key takes an equal part, a key
+    short of its part leaving the rest to the others."""
+    share = {t: 0 for t in available}
+    left = need
+    open_ = sorted((t for t in available if available[t] > 0), key=lambda t: (available[t], t))
+    while left > 0 and open_:
+        each = max(1, left // len(open_))
+        for t in list(open_):
+            take = min(each, available[t] - share[t], left)
+            share[t] += take
+            left -= take
+            if share[t] >= available[t]:
+                open_.remove(t)
+            if left <= 0:
+                break
+    return share
+
+
+def template_quotas(need: int, quota: dict[str, int], available: dict[str, dict[str, int]]
+                    ) -> dict[str, dict[str, int]]:
+    """A capability's band quotas split over its templates: each band's quota spread evenly over
+    the templates that have items of that band, so a template whose items are all of one band
+    takes only its part of that band and templates holding the bands the mix wants take more of
+    them. What the bands leave of ``need`` is spread over whatever the templates have left, in
+    the band each holds most of. Returns items per template and band."""
+    out = {t: dict.fromkeys(BANDS, 0) for t in available}
+    for b in BANDS:
+        for t, n in water_fill(quota.get(b, 0), {t: available[t].get(b, 0) for t in available}).items():
+            out[t][b] = n
+    left = need - sum(sum(v.values()) for v in out.values())
+    if left > 0:
+        spare = {t: {b: available[t].get(b, 0) - out[t][b] for b in BANDS} for t in available}
+        for t, n in water_fill(left, {t: sum(v.values()) for t, v in spare.items()}).items():
+            for b in sorted(BANDS, key=lambda b: -spare[t][b]):
+                take = min(n, spare[t][b])
+                out[t][b] += take
+                n -= take
+    return out
 
 
 def mix_report(items_bands: list[str], shares: dict[str, float], per_capability: dict[str, dict[str, int]]

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from forge_skills.synthesize.difficulty import banded, by_count, by_turn, constant
-from forge_skills.synthesize.answer_rules import Candidate, Derivation, FactTable, Rule, _adm, _center_of, per_object, register
+from forge_skills.synthesize.answer_rules import (Candidate, Derivation, FactTable, Rule, _adm, _center_of, per_object,
+                                                  register, rule_for)
 
 
 def frame_label(rank: int) -> str:
@@ -267,6 +268,56 @@ def _state_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str
 
 
 
+# -- several objects checked against one per-object rule ---------------------------------------
+
+
+def _select_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+    """The listed objects for which the per-object rule ``of`` gives ``selected``: every one must
+    be decidable by that rule, and the list must hold both kinds, so each object has to be looked
+    at in turn."""
+    rule = tpl["answer_rule"]
+    inner = _inner_rule(tpl)
+    answers: dict[str, str] = {}
+    for obj in slots["objects"]:
+        answer, d = inner.derive(ft, view, {"object": obj}, tpl)
+        if answer is None:
+            return None, {"reason": f"{obj}: {d.get('reason', 'undecidable')}"}
+        answers[obj] = answer
+    chosen = sorted(o for o, a in answers.items() if a == rule["selected"])
+    if not chosen or len(chosen) == len(answers):
+        return None, {"reason": "needs both listed objects that are and that are not selected"}
+    return ", ".join(chosen), {"answers": answers, "selected": len(chosen), "listed": len(answers)}
+
+
+def _select_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    count = int(tpl["slots"]["objects"].get("count", 4))
+    inner = _inner_rule(tpl)
+    decided = {}
+    for obj in ft.objects:
+        answer, _ = inner.derive(ft, view, {"object": obj}, tpl)
+        if answer is not None:
+            decided[obj] = answer
+    out = []
+    for combo in itertools.combinations(sorted(decided), count):
+        answer, d = _select_derive(ft, view, {"objects": list(combo)}, tpl)
+        if answer is not None:
+            out.append(Candidate({"objects": list(combo)}, answer, float(min(d["selected"], d["listed"] - d["selected"])),
+                                 d["answers"]))
+    return out
+
+
+def _select_difficulty(why: dict[str, Any], tpl: dict[str, Any], ft: FactTable, view: Any) -> str:
+    """Every listed object must be checked; the fewer of the minority kind, the sooner a guess
+    from the majority pays: one of one kind is medium, two or more of each is hard."""
+    if "selected" not in why:
+        return "medium"
+    return "hard" if min(why["selected"], why["listed"] - why["selected"]) >= 2 else "medium"
+
+
+def _inner_rule(tpl: dict[str, Any]) -> Rule:
+    return rule_for({**tpl, "answer_rule": {**tpl["answer_rule"], "rule": tpl["answer_rule"]["of"]}})
+
+
 # -- counting by category and cross-view visibility -------------------------------------------
 
 
@@ -345,11 +396,13 @@ for _rule in (
     Rule("approach", per_object(_approach_derive, lambda d: abs(d["distance_last_m"] - d["distance_first_m"])),
          _approach_derive, ("object",), ("yes_no",), difficulty=_approach_difficulty),
     Rule("support", per_object(_support_derive), _support_derive, ("object",), ("single_choice", "yes_no"),
-         difficulty=constant("easy")),
+         difficulty=constant("easy"), scene_fact=True),
     Rule("state", per_object(_state_derive), _state_derive, ("object",), ("single_choice", "yes_no"),
-         difficulty=constant("easy")),
+         difficulty=constant("easy"), scene_fact=True),
     Rule("count_category", _count_category_candidates, _count_category_derive, ("category",),
          ("numeric", "interval_choice"), complete_labels=True, difficulty=by_count),
+    Rule("select", _select_candidates, _select_derive, ("objects",), ("multiple_choice",),
+         lambda t: t["answer_rule"]["of"], whole_order=True, difficulty=_select_difficulty, scene_fact=True),
     Rule("marked_seen", _marked_seen_candidates, _marked_seen_derive, ("object", "frame"), ("yes_no",)),
 ):
     register(_rule)

@@ -163,7 +163,8 @@ def presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, vi
         # Items on the same media whose answers read the same quantity of nested referents
         # determine each other (the independence gate keeps one of them).
         "determinant": {"quantity": rule_for(tpl).quantity_of(tpl), "evidence": evidence_id,
-                        "views": shown_views(ft, tpl, view, cand.slots),
+                        "views": [] if rule_for(tpl).scene_fact else shown_views(ft, tpl, view, cand.slots),
+                        **({"scene_fact": True} if rule_for(tpl).scene_fact else {}),
                         "whole_order": rule_for(tpl).whole_order or len(slot_objects(cand.slots)) <= 2,
                         "referents": sorted(v for v in slot_objects(cand.slots) if isinstance(v, str))},
         **extra,

@@ -17,7 +17,7 @@ from forge.gatelog import GateLog
 from forge.keys import GateId, digest
 from forge.vocabulary import answer_form, question_types
 from forge_skills.verify.blind_solvers import blind_report
-from forge_skills.synthesize.difficulty import BANDS, band_quotas, steered
+from forge_skills.synthesize.difficulty import BANDS, band_quotas, steered, template_quotas, water_fill
 
 GATE_A, GATE_B1, GATE_C1 = GateId("A"), GateId("B1"), GateId("C1")
 GATE_DUP = GateId("DUP")
@@ -142,18 +142,30 @@ def _merge_balanced(lists: list[list[str]], answer_of: dict[str, str]) -> list[s
 
 def _answer_classes(ids: list[str], bindings: dict[str, BindingSummary]) -> dict[str, list[str]]:
     """Bindings per answer class as the balance gate counts them: numeric answers in the bins
-    of the scorer's tolerance, others by the answer shown."""
+    of the scorer's tolerance, select-all answers by how many they choose, others by the
+    answer shown."""
     first = bindings[ids[0]]
     bins = None
     if answer_form(first.question_type) == "number":
         values = {bid: _number(bindings[bid].answer) for bid in ids}
         if all(v is not None for v in values.values()):
             bins = tolerance_bins(list(values.values()), json.loads(first.scoring or "{}"))
+    sets = answer_form(first.question_type) == "options"
     classes: dict[str, list[str]] = {}
     for bid in ids:
-        key = bindings[bid].answer if bins is None else f"bin {sum(1 for e in bins if values[bid] >= e)}"
+        if sets:
+            key = chosen_class(len(bindings[bid].answer.split(", ")))
+        else:
+            key = bindings[bid].answer if bins is None else f"bin {sum(1 for e in bins if values[bid] >= e)}"
         classes.setdefault(key, []).append(bid)
     return classes
+
+
+def chosen_class(n: int) -> str:
+    """The answer class of a select-all answer: how many options it chooses. Which ones are
+    chosen varies with the names listed; how many would otherwise be a guess that pays (one of
+    three, when most lists hold one)."""
+    return f"{n} chosen"
 
 
 def _number(text: str) -> float | None:
@@ -220,8 +232,9 @@ def allocate_by_source(blueprint, bindings: dict[str, BindingSummary], source_of
 def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) -> dict[str, list[str]]:
     """Which bindings to realize, per template: each capability's target (times ``headroom``)
     spread evenly over its templates, a template short of bindings leaving its share to the
-    others. Only keepable bindings are drawn; within a template answers take turns, so any
-    prefix stays balanced."""
+    others; with a difficulty mix, each band's part of the target spread over the templates
+    holding that band. Only keepable bindings are drawn; within a template answers take turns,
+    so any prefix stays balanced."""
     ordered = keepable(bindings)
     caps: dict[str, set[str]] = {}
     for b in bindings.values():
@@ -237,20 +250,20 @@ def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) ->
             available[b.capability][b.difficulty] = available[b.capability].get(b.difficulty, 0) + 1
         quotas = band_quotas(needs, available, shares)
     for cap, templates in caps.items():
-        share = _water_fill(needs[cap], {t: len(ordered.get(t, [])) for t in templates})
         if not shares:
+            share = water_fill(needs[cap], {t: len(ordered.get(t, [])) for t in templates})
             for t in templates:
                 plan[t] = ordered.get(t, [])[: share[t]]
             continue
-        # Each template realizes as many as without a mix; which of its bindings leans towards the
-        # bands the capability is short of, its answers still taking turns. Each takes its own
-        # part of the capability's band quotas, so an edit to one template leaves the others'
-        # choices as they were.
-        total = max(1, sum(share.values()))
+        # Templates share each band's quota by what they hold of that band: a template of easy
+        # items only takes its part of the easy quota, and its answers still take turns.
+        held = {t: dict.fromkeys(BANDS, 0) for t in templates}
+        for bid in (b for t in templates for b in ordered.get(t, [])):
+            held[bindings[bid].template][bindings[bid].difficulty] += 1
+        per_template = template_quotas(needs[cap], quotas[cap], held)
         for t in sorted(templates):
-            ids = ordered.get(t, [])
-            deficit = {b: n * share[t] / total for b, n in quotas[cap].items()}
-            plan[t] = steered(_answer_turns(ids, bindings), share[t], lambda b: bindings[b].difficulty, deficit)
+            plan[t] = steered(_answer_turns(ordered.get(t, []), bindings), sum(per_template[t].values()),
+                              lambda b: bindings[b].difficulty, dict(per_template[t]))
     return plan
 
 
@@ -273,23 +286,6 @@ def _take_turns(lists: list[list[str]]) -> list[str]:
     # (orders of named objects) would realize the alphabetically first ones, and names early in
     # the alphabet would come first in its answers.
     return [x[d] for d in range(max((len(x) for x in lists), default=0)) for x in lists if len(x) > d]
-
-
-def _water_fill(need: int, available: dict[str, int]) -> dict[str, int]:
-    share = {t: 0 for t in available}
-    left = need
-    open_ = sorted(available, key=lambda t: (available[t], t))
-    while left > 0 and open_:
-        each = max(1, left // len(open_))
-        for t in list(open_):
-            take = min(each, available[t] - share[t], left)
-            share[t] += take
-            left -= take
-            if share[t] >= available[t]:
-                open_.remove(t)
-            if left <= 0:
-                break
-    return share
 
 
 def grey_batches(plan: dict[str, list[str]], size: int) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -419,10 +415,13 @@ def _balanced(question_type: str) -> bool:
 
 
 def answer_class(item: OEItem, bins: list[float] | None = None) -> str | None:
-    """What balancing counts: the displayed answer, or for numeric items the tolerance-wide bin
-    the value falls in (a flat spread of values leaves no typical number to guess)."""
+    """What balancing counts: the displayed answer, for select-all items how many options the
+    answer chooses, or for numeric items the tolerance-wide bin the value falls in (a flat
+    spread of values leaves no typical number to guess)."""
     if _balanced(item.question_type):
         return item.answer
+    if answer_form(item.question_type) == "options" and item.answer_indices:
+        return chosen_class(len(item.answer_indices))
     if answer_form(item.question_type) == "number" and item.answer_value is not None and bins is not None:
         return f"bin {sum(1 for edge in bins if item.answer_value >= edge)}"
     return None
@@ -459,7 +458,11 @@ def balance_answers(log: GateLog, items: dict[str, OEItem], slack: float, min_it
         else:
             kept.append(iid)
     for template, ids in repeats.items():
-        kept += _cap_repeats(log, template, {i: items[i] for i in ids}, min_items)
+        capped = _cap_repeats(log, template, {i: items[i] for i in ids}, min_items)
+        if answer_form(items[ids[0]].question_type) == "options":
+            by_template[template] = capped  # and then balanced by how many each chooses
+        else:
+            kept += capped
     for template, ids in by_template.items():
         if len(ids) < min_items:
             kept += ids
@@ -467,7 +470,7 @@ def balance_answers(log: GateLog, items: dict[str, OEItem], slack: float, min_it
         first = items[ids[0]]
         bins = tolerance_bins([items[i].answer_value for i in ids if items[i].answer_value is not None],
                               first.scoring) if answer_form(first.question_type) == "number" else None
-        classes = (len(bins) + 1) if bins is not None else max(len(items[i].options) for i in ids)
+        classes = (len(bins) + 1) if bins is not None else _classes(list(items[i] for i in ids))
         for kind, members in kind_groups(ids, lambda i: tuple(items[i].kinds), classes):
             kept += _balance_group(log, template, kind or ("(few)",), {i: items[i] for i in members}, bins, slack)
     return sorted(kept)
@@ -505,7 +508,7 @@ def _balance_group(log: GateLog, template: str, kind: tuple, items: dict[str, OE
     for iid in sorted(items):
         classes.setdefault(answer_class(items[iid], bins) or "", []).append(iid)
     first = next(iter(items.values()))
-    n_classes = (len(bins) + 1) if bins is not None else max(len(it.options) for it in items.values())
+    n_classes = (len(bins) + 1) if bins is not None else _classes(list(items.values()))
     limit = 1.0 / max(1, n_classes) + slack
     cap = balance_cap([len(v) for v in classes.values()], limit)
     if answer_form(first.question_type) == "number" and len(classes) == 1:
@@ -520,6 +523,13 @@ def _balance_group(log: GateLog, template: str, kind: tuple, items: dict[str, OE
                 log.decide(GATE_BAL, iid, "OEItem", template, "fail",
                            {"answer": answer, "kind": list(kind), "cap": cap, "max_share": round(limit, 4)})
     return kept
+
+
+def _classes(items: list[OEItem]) -> int:
+    """How many answer classes a template's items may take: one per option, or for select-all
+    items one per count of chosen options (some and not all of them)."""
+    most = max(len(it.options) for it in items)
+    return max(1, most - 1) if answer_form(items[0].question_type) == "options" else most
 
 
 def balance_cap(counts: list[int], limit: float) -> int:
@@ -541,8 +551,11 @@ def independent_items(log: GateLog, items: dict[str, OEItem]) -> list[str]:
     show the same media of one evidence record, their answers read the same quantity (a
     coordinate, a first-seen frame, a support, a count) and they name the same referents, or
     one orders all of its referents and the other's are among them (the order of A, B, C by
-    first appearance settles which of A and B came first). Items are kept in id order; one
-    that depends on a kept item is held back."""
+    first appearance settles which of A and B came first). A fact of the scene (what an object
+    rests on) is the same from every view, so such items depend on each other across the
+    record's views and whenever they share an object; of those, the one naming more objects is
+    kept first. Otherwise items are kept in id order; one that depends on a kept item is held
+    back."""
     kept, twins = independent({iid: items[iid].determinant for iid in items})
     for iid in sorted(items):
         if iid in twins:
@@ -558,22 +571,26 @@ def independent(determinants: Mapping[str, dict[str, Any]]) -> tuple[list[str], 
     kept: list[str] = []
     twins: dict[str, str] = {}
     groups: dict[tuple, list[tuple[str, set[str], bool]]] = {}
-    for iid in sorted(determinants):
+    # Of scene facts that share an object, the one that asks about more objects is kept.
+    for iid in sorted(determinants, key=lambda i: (-len(determinants[i].get("referents") or ())
+                                                   if (determinants[i] or {}).get("scene_fact") else 0, i)):
         d = determinants[iid]
         if not d:
             kept.append(iid)
             continue
         key = (d.get("evidence"), tuple(d.get("views") or ()), d.get("quantity"))
         refs, whole = set(d.get("referents") or ()), bool(d.get("whole_order", True))
+        shared_fact = bool(d.get("scene_fact"))  # any object in common is the same fact asked again
         group = groups.setdefault(key, [])
         twin = next((other for other, theirs, their_whole in group
-                     if refs == theirs or (their_whole and refs <= theirs) or (whole and theirs <= refs)), None)
+                     if refs == theirs or (their_whole and refs <= theirs) or (whole and theirs <= refs)
+                     or (shared_fact and refs & theirs)), None)
         if twin is None:
             group.append((iid, refs, whole))
             kept.append(iid)
         else:
             twins[iid] = twin
-    return kept, twins
+    return sorted(kept), twins
 
 
 def near_duplicates(log: GateLog, items: dict[str, OEItem], facts: dict[str, dict[str, Any]],
