@@ -15,7 +15,7 @@ from forge.artifact_types import EvidenceRecord, OEItem
 from forge_skills.verify.blind_solvers import blind_report
 from forge.faults import Fault
 from forge.gatelog import GateLog
-from forge_skills.verify.gates import independent, independent_items
+from forge_skills.verify.gates import BALANCE_SLACK, answer_class, balance_answers, independent, independent_items
 from forge.store import Store
 from forge_skills.synthesize.admission import admission_problem, visibility_problem
 from forge_skills.synthesize.answer_rules import FactTable, rule_for
@@ -229,6 +229,63 @@ def test_items_that_determine_each_other_are_not_both_released(room):
     released = [json.loads(x)["id"] for x in open(room["package"] / "answers.jsonl")]
     again = independent_items(GateLog("t"), {i: pool[i] for i in released if i in pool})
     assert len(again) == len(released), "no two released items determine each other"
+
+
+def test_a_fact_of_the_scene_is_asked_once_per_object(room):
+    """Whether a block lies flat is the same from every view: the candidates ask it of one object
+    from several views, and the release asks it once per object and record."""
+    with Store(room["store"], read_only=True) as s:
+        rows = s.execute("SELECT id, content FROM artifacts WHERE type = 'OEItem' AND status = 'verified'").fetchall()
+        bindings = s.execute("SELECT content FROM artifacts WHERE type = 'Binding' AND status = 'verified'").fetchall()
+    views: dict[tuple, set] = {}
+    for (c,) in bindings:
+        d = json.loads(c)["presentation"]["determinant"]
+        if d.get("scene_fact"):
+            for ref in d["referents"]:
+                views.setdefault((d["evidence"], d["quantity"], ref), set()).add(json.loads(c)["view"])
+    assert any(len(v) > 1 for v in views.values()), "the candidates ask one object's state from several views"
+    pool = {aid: OEItem.model_validate_json(c) for aid, c in rows}
+    asked: dict[tuple, str] = {}
+    for iid in (json.loads(x)["id"] for x in open(room["package"] / "answers.jsonl")):
+        d = pool[iid].determinant
+        for ref in d.get("referents", []) if d.get("scene_fact") else []:
+            key = (d["evidence"], d["quantity"], ref)
+            assert key not in asked, (iid, asked.get(key))
+            asked[key] = iid
+    assert asked
+
+
+def test_of_scene_facts_sharing_an_object_the_list_is_kept():
+    dets = {"a": {"evidence": "e", "views": [], "quantity": "support", "referents": ["green duck", "red cube"],
+                  "scene_fact": True, "whole_order": True},
+            "b": {"evidence": "e", "views": [], "quantity": "support", "referents": ["blue ball", "red cube", "toy"],
+                  "scene_fact": True, "whole_order": True},
+            "c": {"evidence": "e", "views": [], "quantity": "support", "referents": ["pink mug"], "scene_fact": True},
+            "d": {"evidence": "e", "views": [2], "quantity": "center_x", "referents": ["red cube"]}}
+    kept, twins = independent(dets)
+    assert kept == ["b", "c", "d"] and twins == {"a": "b"}  # a and b share the red cube; b asks of more
+    plain = {k: {f: v for f, v in d.items() if f != "scene_fact"} for k, d in dets.items()}
+    assert independent(plain)[0] == ["a", "b", "c", "d"]  # read from a view, neither settles the other
+
+
+def test_select_all_answers_are_balanced_by_how_many_they_choose(wide):
+    """"Which of these are inside a tray?" is mostly one of three: a guess of any single option
+    would beat chance. The balance gate evens out how many options the answers choose."""
+    with Store(wide["store"], read_only=True) as s:
+        rows = s.execute("SELECT id, content FROM artifacts WHERE type = 'OEItem' AND status = 'verified'").fetchall()
+    items = {aid: it for aid, it in ((a, OEItem.model_validate_json(c)) for a, c in rows)
+             if it.question_type == "multiple_choice"}
+    assert len(items) >= 8
+    assert {answer_class(it) for it in items.values()} == {f"{len(it.answer_indices)} chosen" for it in items.values()}
+    kept = balance_answers(GateLog("t"), items, BALANCE_SLACK, 8)
+    for template in {items[i].template for i in kept}:
+        mine = [items[i] for i in kept if items[i].template == template]
+        if len(mine) < 8:
+            continue
+        classes = max(len(it.options) for it in mine) - 1
+        for n in {len(it.answer_indices) for it in mine}:
+            share = sum(len(it.answer_indices) == n for it in mine) / len(mine)
+            assert share <= 1 / classes + BALANCE_SLACK + 1 / len(mine), (template, n, share)
 
 
 # -- 6. wording ------------------------------------------------------------------------------------------

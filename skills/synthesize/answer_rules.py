@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from forge.artifact_types import EvidenceRecord, ObjectViewFact
+from forge_skills.synthesize.camera import camera_of, project
 from forge_skills.synthesize.conventions import of_field
 from forge_skills.synthesize.difficulty import (by_count, by_field, by_grounding, by_image_ratio, by_reach, by_turn,
                                                 by_view_ratio, by_visible, constant)
@@ -116,18 +117,9 @@ class FactTable:
         """Pixel (u, v) of a world point in a calibrated view; None when the view has no camera
         geometry or the point is behind the camera."""
         if view not in self._cameras:
-            v = self.view(view)
-            self._cameras[view] = None if v.intrinsics is None or v.view_matrix is None else \
-                (np.array(v.view_matrix, dtype=float).reshape(4, 4, order="F"), v.intrinsics)
+            self._cameras[view] = camera_of(self.view(view))
         camera = self._cameras[view]
-        if camera is None:
-            return None
-        matrix, k = camera
-        cam = matrix @ np.array([point[0], point[1], point[2], 1.0])
-        z = -float(cam[2])
-        if z <= 1e-6:
-            return None
-        return k["cx"] + k["fx"] * float(cam[0]) / z, k["cy"] - k["fy"] * float(cam[1]) / z
+        return None if camera is None else project(camera, point)
 
     def clear(self, obj: str, view: int, min_pixels: float, border: bool = True) -> bool:
         """Clearly seen: at least ``min_pixels`` and made out by the source's referent rules."""

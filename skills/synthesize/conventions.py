@@ -21,6 +21,8 @@ import math
 import string
 from typing import Any
 
+from forge_skills.synthesize.camera import camera_of, project
+
 CONVENTIONS: dict[str, str] = {
     "counted": "which things a count includes and which it leaves out",
     "reach": "how far the embodiment reaches, and from where",
@@ -103,17 +105,11 @@ def statements(evidence: Any, tpl: dict[str, Any], shown: list[int]) -> tuple[li
 def _in_image(view: Any, point: list[float]) -> bool:
     """Whether a world point projects inside a calibrated view's picture (uncalibrated: unknown,
     taken as inside)."""
-    if view.intrinsics is None or view.view_matrix is None:
+    camera = camera_of(view)
+    if camera is None:
         return True
-    m = view.view_matrix  # column-major 4x4, OpenGL camera looking down -z
-    x, y, z = point
-    cam = [m[r] * x + m[4 + r] * y + m[8 + r] * z + m[12 + r] for r in range(3)]
-    if -cam[2] <= 1e-6:
-        return False
-    k = view.intrinsics
-    u = k["cx"] + k["fx"] * cam[0] / -cam[2]
-    v = k["cy"] - k["fy"] * cam[1] / -cam[2]
-    return 0 <= u < view.width and 0 <= v < view.height
+    uv = project(camera, point)
+    return uv is not None and 0 <= uv[0] < view.width and 0 <= uv[1] < view.height
 
 
 def _view_values(evidence: Any, shown: list[int]) -> dict[str, Any]:
