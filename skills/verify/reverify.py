@@ -188,7 +188,21 @@ def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int |
     if name == "grounding":
         if any(m[n]["px"] < min_px for n in slots["marked"]) or slots["target"] not in slots["marked"]:
             return None
+        kinds = {o["name"]: o["category"] for o in source["objects"]}
+        colours = {o["name"]: o.get("colour") or None for o in source["objects"]}  # read from its pixels
+        target, others = slots["target"], [n for n in slots["marked"] if n != slots["target"]]
+        shared = ({"kind"} if any(kinds[n] == kinds[target] for n in others) else set()) | \
+            ({"colour"} if colours[target] and any(colours[n] == colours[target] for n in others) else set())
+        if len(shared) < adm.get("min_confusers", 0):
+            return None
         return template["options"]["labels"][list(slots["marked"]).index(slots["target"])]
+    if name == "select":
+        inner = {**template, "answer_rule": {**rule, "rule": rule["of"]}}
+        answers = {o: expected_answer(inner, {"object": o}, view, source, arrays) for o in slots["objects"]}
+        if any(a is None for a in answers.values()):
+            return None
+        chosen = sorted(o for o, a in answers.items() if a == rule["selected"])
+        return ", ".join(chosen) if 0 < len(chosen) < len(answers) else None
     if name == "reach":
         if m[slots["object"]]["px"] < min_px:
             return None
@@ -350,8 +364,8 @@ def _item_problem(row: dict[str, Any], keys: dict[str, Any], contents: dict[str,
     arrays = cache[source_id + ":arrays"]
     naming = cache[source_id + ":names"]
     # Objects by the names their own pixels give them, not by the tint the scene asked for.
-    source = {**source, "objects": [{**o, "name": naming[o["name"]][0].name, "source_name": o["name"]}
-                                     for o in source["objects"]]}
+    source = {**source, "objects": [{**o, "name": naming[o["name"]][0].name, "colour": naming[o["name"]][0].colour,
+                                      "source_name": o["name"]} for o in source["objects"]]}
     reason = _naming_problem(binding, template, naming)
     if reason:
         return reason
