@@ -231,31 +231,9 @@ def test_items_that_determine_each_other_are_not_both_released(room):
     assert len(again) == len(released), "no two released items determine each other"
 
 
-def test_a_fact_of_the_scene_is_asked_once_per_object(room):
-    """Whether a block lies flat is the same from every view: the candidates ask it of one object
-    from several views, and the release asks it once per object and record."""
-    with Store(room["store"], read_only=True) as s:
-        rows = s.execute("SELECT id, content FROM artifacts WHERE type = 'OEItem' AND status = 'verified'").fetchall()
-        bindings = s.execute("SELECT content FROM artifacts WHERE type = 'Binding' AND status = 'verified'").fetchall()
-    views: dict[tuple, set] = {}
-    for (c,) in bindings:
-        d = json.loads(c)["presentation"]["determinant"]
-        if d.get("scene_fact"):
-            for ref in d["referents"]:
-                views.setdefault((d["evidence"], d["quantity"], ref), set()).add(json.loads(c)["view"])
-    assert any(len(v) > 1 for v in views.values()), "the candidates ask one object's state from several views"
-    pool = {aid: OEItem.model_validate_json(c) for aid, c in rows}
-    asked: dict[tuple, str] = {}
-    for iid in (json.loads(x)["id"] for x in open(room["package"] / "answers.jsonl")):
-        d = pool[iid].determinant
-        for ref in d.get("referents", []) if d.get("scene_fact") else []:
-            key = (d["evidence"], d["quantity"], ref)
-            assert key not in asked, (iid, asked.get(key))
-            asked[key] = iid
-    assert asked
-
-
 def test_of_scene_facts_sharing_an_object_the_list_is_kept():
+    """Which of these rest in a tray does not change with the view: two lists on one record that
+    share an object repeat its answer, and the longer is kept."""
     dets = {"a": {"evidence": "e", "views": [], "quantity": "support", "referents": ["green duck", "red cube"],
                   "scene_fact": True, "whole_order": True},
             "b": {"evidence": "e", "views": [], "quantity": "support", "referents": ["blue ball", "red cube", "toy"],

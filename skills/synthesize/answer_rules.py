@@ -719,9 +719,11 @@ class Rule:
     conventions: tuple[str, ...] | Callable[[dict[str, Any]], tuple[str, ...]] = ()
     # How demanding an item is from its derivation (see difficulty.py); medium when unrated.
     difficulty: Callable[[dict[str, Any], dict[str, Any], Any, Any], str] | None = None
-    # The answer is a fact of the scene, not of the view (what an object rests on, whether it
-    # stands): asked of the same object from two views, or in two lists that share it, it is
-    # the same question twice.
+    # The answer lists facts of the scene, not of the view (which of these rest in a tray): two
+    # such lists on one record that share an object repeat its answer, from whatever view, and
+    # the independence gate keeps the longer. (Single-object rules leave it off: one question
+    # per object and record would take most rooms' yes/no supply for a redundancy each item
+    # does not show on its own.)
     scene_fact: bool = False
 
     def quantity_of(self, template: dict[str, Any]) -> str:

@@ -551,10 +551,9 @@ def independent_items(log: GateLog, items: dict[str, OEItem]) -> list[str]:
     show the same media of one evidence record, their answers read the same quantity (a
     coordinate, a first-seen frame, a support, a count) and they name the same referents, or
     one orders all of its referents and the other's are among them (the order of A, B, C by
-    first appearance settles which of A and B came first). A fact of the scene (what an object
-    rests on) is the same from every view, so such items depend on each other across the
-    record's views and whenever they share an object; of those, the one naming more objects is
-    kept first. Otherwise items are kept in id order; one that depends on a kept item is held
+    first appearance settles which of A and B came first). Lists of scene facts (which of these
+    rest in a tray) are the same from every view, so two on one record depend on each other
+    whenever they share an object; of those, the one naming more objects is kept first. Otherwise items are kept in id order; one that depends on a kept item is held
     back."""
     kept, twins = independent({iid: items[iid].determinant for iid in items})
     for iid in sorted(items):
@@ -571,7 +570,7 @@ def independent(determinants: Mapping[str, dict[str, Any]]) -> tuple[list[str], 
     kept: list[str] = []
     twins: dict[str, str] = {}
     groups: dict[tuple, list[tuple[str, set[str], bool]]] = {}
-    # Of scene facts that share an object, the one that asks about more objects is kept.
+    # Of lists of scene facts that share an object, the one that asks about more objects is kept.
     for iid in sorted(determinants, key=lambda i: (-len(determinants[i].get("referents") or ())
                                                    if (determinants[i] or {}).get("scene_fact") else 0, i)):
         d = determinants[iid]
