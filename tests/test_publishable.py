@@ -280,7 +280,10 @@ def test_rings_share_one_size_and_the_marker_solver_stays_at_chance_elsewhere(wi
         for _, it in items:
             assert len({m["r"] for m in it.markers}) == 1
         report = blind_report(items)
-        assert report["accuracies"]["marker_geometry"] - report["chance"] < 0.15, (tid, report)
+        # Beating chance by less than 15 points, or by no more than a handful of items can show
+        # (the blind gate's own test: Bonferroni over the solvers).
+        excess = report["accuracies"]["marker_geometry"] - report["chance"]
+        assert excess < 0.15 or report["p_value"] >= 0.05, (tid, report)
 
 
 # -- 5. regions that contain the other options -----------------------------------------------------

