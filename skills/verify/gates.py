@@ -257,9 +257,12 @@ def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) ->
             continue
         # Templates share each band's quota by what they hold of that band: a template of easy
         # items only takes its part of the easy quota, and its answers still take turns.
+        # Counted over all bindings, as the capability's bands are: a template edit changes its
+        # bindings' ids, and with them which are keepable, but not how many of each band it has.
         held = {t: dict.fromkeys(BANDS, 0) for t in templates}
-        for bid in (b for t in templates for b in ordered.get(t, [])):
-            held[bindings[bid].template][bindings[bid].difficulty] += 1
+        for b in bindings.values():
+            if b.capability == cap:
+                held[b.template][b.difficulty] += 1
         per_template = template_quotas(needs[cap], quotas[cap], held)
         for t in sorted(templates):
             plan[t] = steered(_answer_turns(ordered.get(t, []), bindings), sum(per_template[t].values()),
