@@ -177,16 +177,3 @@ def test_planned_run_keys_are_the_digest_of_their_parts(tmp_path):
                 alone = make_invocation(node, inv.inputs, inv.params, repair=repair)
                 assert alone.run_key == inv.run_key and alone.params == inv.params
         executor.close()
-
-
-def test_top_ups_after_the_gates_stop_when_more_units_stop_helping():
-    """A capability held back by a gate (a template the blind gate holds) is not cured by more
-    scenes: once a top-up takes less than a quarter off the items short, no more are collected."""
-    from types import SimpleNamespace
-
-    runner = SimpleNamespace(_gate_shortfalls=[])
-    closing_in = StageRunner._closing_in
-    assert closing_in(runner, 170)  # the first shortfall: grow
-    assert closing_in(runner, 60)  # the top-up took most of it off: grow again
-    assert not closing_in(runner, 54)  # a tenth off: units are not what holds it back
-    assert closing_in(SimpleNamespace(_gate_shortfalls=[]), None)

@@ -73,7 +73,6 @@ class StageRunner(WorkflowRunner):
         self._realized: set[str] = set()  # bindings realized so far (allocation plus refills)
         self._disabled: set[str] = set()  # templates held back by gate A
         self._refills = 0
-        self._gate_shortfalls: list[int] = []  # items short after the gates, per round
         self._blind_memo: StoreMemo | None = None  # C1 reports by input digest (persisted in the store)
         self._summaries: dict[str, BindingSummary] = {}  # bindings are immutable: summarize each once
         self._repaired_items: set[str] = set()
@@ -359,7 +358,7 @@ class StageRunner(WorkflowRunner):
             self._refills += 1
             pool += extra
         update: dict[str, Any] = {"ids": {"OEItem": pool}}
-        extra_units = self._units_for_shortfall(state) if self._closing_in(short) else {}
+        extra_units = self._units_for_shortfall(state)
         if extra_units:
             update.update({"units": {i: n + extra_units.get(i, 0) for i, n in state["units"].items()},
                            "topups": state.get("topups", 0) + 1,
@@ -367,16 +366,6 @@ class StageRunner(WorkflowRunner):
                                      f"{sum(extra_units.values())} more units"]})
             self.progress.stage(f"   {update['notes'][0]}")
         return update
-
-    def _closing_in(self, short: int | None) -> bool:
-        """Whether more units still help: the last top-up after the gates took at least a quarter
-        off the items short. When it did not, what holds the composition back is not the number
-        of units (a template the blind gate holds, answers the balance gate evens out), and
-        collecting ever more would only slow the build."""
-        last = self._gate_shortfalls[-1] if self._gate_shortfalls else None
-        if short is not None:
-            self._gate_shortfalls.append(short)
-        return last is None or short is None or short <= 0.75 * last
 
     def _shortfall_text(self) -> str:
         """The capabilities still short after the gates, as accepted/target."""
