@@ -275,7 +275,6 @@ def _select_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[st
     """The listed objects for which the per-object rule ``of`` gives ``selected``: every one must
     be decidable by that rule, and the list must hold both kinds, so each object has to be looked
     at in turn."""
-    rule = tpl["answer_rule"]
     inner = _inner_rule(tpl)
     answers: dict[str, str] = {}
     for obj in slots["objects"]:
@@ -283,7 +282,11 @@ def _select_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[st
         if answer is None:
             return None, {"reason": f"{obj}: {d.get('reason', 'undecidable')}"}
         answers[obj] = answer
-    chosen = sorted(o for o, a in answers.items() if a == rule["selected"])
+    return _selection(answers, tpl["answer_rule"]["selected"])
+
+
+def _selection(answers: dict[str, str], selected: str) -> Derivation:
+    chosen = sorted(o for o, a in answers.items() if a == selected)
     if not chosen or len(chosen) == len(answers):
         return None, {"reason": "needs both listed objects that are and that are not selected"}
     return ", ".join(chosen), {"answers": answers, "selected": len(chosen), "listed": len(answers)}
@@ -293,13 +296,13 @@ def _select_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Ca
     count = int(tpl["slots"]["objects"].get("count", 4))
     inner = _inner_rule(tpl)
     decided = {}
-    for obj in ft.objects:
+    for obj in ft.objects:  # each object decided once, not once per list it is in
         answer, _ = inner.derive(ft, view, {"object": obj}, tpl)
         if answer is not None:
             decided[obj] = answer
     out = []
     for combo in itertools.combinations(sorted(decided), count):
-        answer, d = _select_derive(ft, view, {"objects": list(combo)}, tpl)
+        answer, d = _selection({o: decided[o] for o in combo}, tpl["answer_rule"]["selected"])
         if answer is not None:
             out.append(Candidate({"objects": list(combo)}, answer, float(min(d["selected"], d["listed"] - d["selected"])),
                                  d["answers"]))

@@ -246,8 +246,10 @@ def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) ->
         # Bands counted over all bindings, not the keepable ones: which bindings are kept
         # depends on ids, and an edit to one template must not move the others' quotas.
         available: dict[str, dict[str, int]] = {cap: dict.fromkeys(BANDS, 0) for cap in caps}
+        held: dict[str, dict[str, int]] = {t: dict.fromkeys(BANDS, 0) for ts in caps.values() for t in ts}
         for b in bindings.values():
             available[b.capability][b.difficulty] = available[b.capability].get(b.difficulty, 0) + 1
+            held[b.template][b.difficulty] = held[b.template].get(b.difficulty, 0) + 1
         quotas = band_quotas(needs, available, shares)
     for cap, templates in caps.items():
         if not shares:
@@ -257,13 +259,10 @@ def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) ->
             continue
         # Templates share each band's quota by what they hold of that band: a template of easy
         # items only takes its part of the easy quota, and its answers still take turns.
-        # Counted over all bindings, as the capability's bands are: a template edit changes its
-        # bindings' ids, and with them which are keepable, but not how many of each band it has.
-        held = {t: dict.fromkeys(BANDS, 0) for t in templates}
-        for b in bindings.values():
-            if b.capability == cap:
-                held[b.template][b.difficulty] += 1
-        per_template = template_quotas(needs[cap], quotas[cap], held)
+        # Templates' bands counted over all bindings, as the capability's are: a template edit
+        # changes its bindings' ids, and with them which are keepable, but not how many of each
+        # band it has.
+        per_template = template_quotas(needs[cap], quotas[cap], {t: held[t] for t in templates})
         for t in sorted(templates):
             plan[t] = steered(_answer_turns(ordered.get(t, []), bindings), sum(per_template[t].values()),
                               lambda b: bindings[b].difficulty, dict(per_template[t]))
