@@ -22,6 +22,20 @@ def _items_by_template(store_dir):
     return out
 
 
+def _bound(store_dir, template: str, first_version: bool) -> set[tuple]:
+    """(evidence, view, slots, difficulty) of a template's bindings, of its first or last artifact."""
+    with Store(store_dir, read_only=True) as s:
+        rows = s.execute("SELECT json_extract_string(content, '$.template_artifact'), content, created_at FROM artifacts "
+                         "WHERE type = 'Binding' AND json_extract_string(content, '$.template') = ?", [template]).fetchall()
+    first = min(rows, key=lambda r: r[2])[0] if first_version else max(rows, key=lambda r: r[2])[0]
+    out = set()
+    for artifact, content, _ in rows:
+        if artifact == first:
+            b = json.loads(content)
+            out.add((b["evidence"], b["view"], json.dumps(b["slots"], sort_keys=True), b["difficulty"]))
+    return out
+
+
 def test_noop_rebuild_executes_nothing(built):
     again = run_build(built["intent"], built["store"], built["out"])
     assert again["skills_executed"] == 0
@@ -64,6 +78,9 @@ def test_template_edit_rebuilds_only_that_template(tmp_path):
     # what the gates set aside (its items on the same views may now depend on the new ones) ...
     others = sum(len(after[t] - before.get(t, set())) for t in after if t != edited)
     assert len(new_items) >= 0.7 * n_edited
+    # A new wording asks the same questions: the template binds the same candidates, so its
+    # items keep their difficulty and its capability's band mix stays where it was.
+    assert _bound(tmp_path / "store", edited, first_version=True) == _bound(tmp_path / "store", edited, first_version=False)
     assert others <= second["items_refilled"] and others <= 0.5 * n_edited, (second["notes"], first["units_collected"], second["units_collected"])
     realized = len(new_items) + others
     assert second["nodes"]["realize"]["executed"] == second["nodes"]["realize"]["created"] == realized

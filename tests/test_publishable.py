@@ -15,9 +15,10 @@ from forge.artifact_types import Blueprint, EvidenceRecord, OEItem, Template
 from forge.contracts import CheckContext
 from forge.store import Store
 from forge_skills.synthesize.admission import admission_problem, marker_problem
-from forge_skills.synthesize.answer_rules import FactTable, confusers, depth_cue, rule_for
+from forge_skills.synthesize.answer_rules import Candidate, FactTable, confusers, depth_cue, rule_for
 from forge_skills.package.oe_package import select_composition
 from forge_skills.synthesize.difficulty import band_quotas, by_field, by_grounding, template_quotas
+from forge_skills.synthesize.synthesis import _marker_place
 from forge_skills.synthesize.templates import builtin_root, read_template
 from forge_skills.verify.blind_solvers import blind_report
 from forge_skills.verify.checks import item_states_assumptions, template_declares
@@ -284,6 +285,33 @@ def test_rings_share_one_size_and_the_marker_solver_stays_at_chance_elsewhere(wi
         # (the blind gate's own test: Bonferroni over the solvers).
         excess = report["accuracies"]["marker_geometry"] - report["chance"]
         assert excess < 0.15 or report["p_value"] >= 0.05, (tid, report)
+
+
+def test_marked_answers_take_turns_by_where_their_marker_lies(wide):
+    """The nearer of two objects is mostly the lower marker: bindings of a marker-choice template
+    spread their answers over left and right, low and high markers about as chance would."""
+    with Store(wide["store"], read_only=True) as s:
+        rows = s.execute("SELECT content FROM artifacts WHERE type = 'Binding'").fetchall()
+    evidence = _evidence_by_id(wide["store"])
+    for tid in ("marked_nearest_choice", "grounding_choice"):
+        places = []
+        for (content,) in rows:
+            b = json.loads(content)
+            if b["template"] == tid:
+                ft = FactTable(evidence[b["evidence"]])
+                places.append((_marker_place(ft, b["view"], Candidate(b["slots"], b["answer"], 0.0, None)),
+                               len(b["slots"]["marked"])))
+        assert len(places) >= 40 and all(p is not None for p, _ in places), tid
+        chance = sum(1 / n for _, n in places) / len(places)
+        for axis in (0, 1):
+            share = sum(p[axis] for p, _ in places) / len(places)
+            assert abs(share - chance) < 0.15, (tid, axis, share, chance)
+
+
+def _evidence_by_id(store_dir: Path) -> dict[str, EvidenceRecord]:
+    with Store(store_dir, read_only=True) as s:
+        rows = s.execute("SELECT id, content FROM artifacts WHERE type = 'EvidenceRecord'").fetchall()
+    return {i: EvidenceRecord.model_validate_json(c) for i, c in rows}
 
 
 # -- 5. regions that contain the other options -----------------------------------------------------

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel
 
 from forge.artifact_types import Binding, Blueprint, EvidenceRecord, MediaRef, OEItem, Template
 from forge_skills.verify.gates import slot_objects
-from forge.keys import file_digest
+from forge.keys import digest, file_digest
 from forge.skills import Output, SkillContext, skill
 from forge.vocabulary import question_type
 from forge_skills.synthesize.admission import (SINGULAR, admission_problem, marker_geometry, marker_style, marks_of,
@@ -62,9 +63,11 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
     views: list[int | None] = ft.views_with_role(template.admission.get("view_roles")) \
         if template.scope == "view" else [None]
     outputs = []
+    picks = _candidate_rng(tpl, ctx.input_ids["evidence"])
     for view in views:
-        chosen = _select(rule.candidates(ft, view, tpl), template.max_per_evidence, ctx.rng,
-                         lambda c, v=view: admission_problem(ft, tpl, v, c.slots) is None)
+        chosen = _select(rule.candidates(ft, view, tpl), template.max_per_evidence, picks,
+                         lambda c, v=view: admission_problem(ft, tpl, v, c.slots) is None,
+                         lambda c, v=view: _marker_place(ft, v, c))
         for k, cand in enumerate(chosen):
             key = f"v{view if view is not None else 'all'}-{k}"
             # Consecutive scenes and views step through option orders, so answer positions
@@ -83,11 +86,40 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
     return outputs
 
 
-def _select(cands: list[Candidate], k: int, rng, admit) -> list[Candidate]:
+# What a template asks, as opposed to how it words it: an edit to its realizations, stated
+# conventions or version binds the same candidates, so its items keep their difficulty and its
+# capability's band mix (and with it the allocation of the template's siblings) stays put.
+_WORDING = ("realizations", "assumptions", "version", "file", "file_hash")
+
+
+def _candidate_rng(tpl: dict[str, Any], evidence_id: str) -> np.random.Generator:
+    """The generator that picks a template's candidates on one evidence record."""
+    asks = {k: v for k, v in tpl.items() if k not in _WORDING}
+    return np.random.default_rng(int(digest(asks, evidence_id)[:16], 16))
+
+
+def _marker_place(ft: FactTable, view: int | None, cand: Candidate) -> tuple[bool, bool] | None:
+    """Where the answer's marker lies among the others (furthest left? lowest?), for a question
+    whose options are the labels of marked objects; None for any other question."""
+    marked = cand.slots.get("marked")
+    answer = cand.answer
+    if view is None or not isinstance(marked, list) or len(answer) != 1 or not "A" <= answer <= "Z":
+        return None
+    i = ord(answer) - ord("A")
+    centers = [ft.fact(o, view).center_2d for o in marked]
+    if i >= len(marked) or any(c is None for c in centers):
+        return None
+    xs, ys = [c[0] for c in centers], [c[1] for c in centers]
+    return xs[i] == min(xs), ys[i] == max(ys)
+
+
+def _select(cands: list[Candidate], k: int, rng, admit, place=lambda c: None) -> list[Candidate]:
     """Up to ``k`` admitted candidates, answers taking turns (the balance gate evens them out over
     the template). One candidate per unordered object set: (a, b) and (b, a) are the same
     question. Admission is asked only of the candidates the turns reach (it reads pixels and
-    visibility rules; most candidates are never needed)."""
+    visibility rules; most candidates are never needed). Where the options are marked objects,
+    answers take turns by where their marker lies too (``place``): otherwise the nearer of two
+    objects is mostly the lower marker, and the markers alone would answer."""
     unique: dict[tuple, Candidate] = {}
     order = rng.permutation(len(cands)) if cands else []
     for i in order:
@@ -96,7 +128,7 @@ def _select(cands: list[Candidate], k: int, rng, admit) -> list[Candidate]:
         unique.setdefault(key, c)
     groups: dict[str, list[Candidate]] = {}
     for c in unique.values():
-        groups.setdefault(c.answer, []).append(c)
+        groups.setdefault(f"{c.answer}|{place(c)}", []).append(c)
     answers = sorted(groups)
     answers = [answers[int(i)] for i in rng.permutation(len(answers))]
     picked: list[Candidate] = []

@@ -58,7 +58,7 @@ def keepable(bindings: dict[str, BindingSummary], min_items: int = 8) -> dict[st
 def _keepable(bindings: dict[str, BindingSummary], min_items: int) -> dict[str, list[str]]:
     """Per template, the bindings the gates can be expected to let through, in an order whose
     every prefix stays balanced: those whose determinants are independent of each other (as the
-    independence gate keeps them, in id order), and per kind of object named and answer no more
+    independence gate keeps them), and per kind of object named and answer no more
     than the balance gate's cap. Allocation draws prefixes of these lists, so the items it
     realizes are seldom held back afterwards for dependence or imbalance."""
     kept, _ = independent(_Determinants(bindings))
@@ -555,8 +555,9 @@ def independent_items(log: GateLog, items: dict[str, OEItem]) -> list[str]:
     one orders all of its referents and the other's are among them (the order of A, B, C by
     first appearance settles which of A and B came first). Lists of scene facts (which of these
     rest in a tray) are the same from every view, so two on one record depend on each other
-    whenever they share an object; of those, the one naming more objects is kept first. Otherwise items are kept in id order; one that depends on a kept item is held
-    back."""
+    whenever they share an object; of those, the one naming more objects is kept first. Otherwise items are kept in the order of a
+    digest of their determinants (stable when another template is edited); one that depends on a
+    kept item is held back."""
     kept, twins = independent({iid: items[iid].determinant for iid in items})
     for iid in sorted(items):
         if iid in twins:
@@ -568,13 +569,19 @@ def independent_items(log: GateLog, items: dict[str, OEItem]) -> list[str]:
 
 
 def independent(determinants: Mapping[str, dict[str, Any]]) -> tuple[list[str], dict[str, str]]:
-    """(kept ids, dropped id -> the kept id it depends on), keeping ids in order."""
+    """(kept ids in id order, dropped id -> the kept id it depends on)."""
     kept: list[str] = []
     twins: dict[str, str] = {}
     groups: dict[tuple, list[tuple[str, set[str], bool]]] = {}
-    # Of lists of scene facts that share an object, the one that asks about more objects is kept.
-    for iid in sorted(determinants, key=lambda i: (-len(determinants[i].get("referents") or ())
-                                                   if (determinants[i] or {}).get("scene_fact") else 0, i)):
+    # Of lists of scene facts that share an object, the one that asks about more objects is kept;
+    # otherwise the order is a digest of what each determinant says, not of the id: an id changes
+    # with its template's text, and an edit to one template must not change which of another
+    # template's items on the same view are kept.
+    def order(i: str) -> tuple:
+        d = determinants[i] or {}
+        return (-len(d.get("referents") or ()) if d.get("scene_fact") else 0, digest(d) if d else "", i)
+
+    for iid in sorted(determinants, key=order):
         d = determinants[iid]
         if not d:
             kept.append(iid)
