@@ -174,7 +174,8 @@ def test_c1_flags_a_category_prior(room):
     assert max(acc["category_prior"], acc["bag_of_words"]) > 0.75 and report["excess"] > 0.25
     assert report["p_value"] < 0.05  # C1's alpha: the gate would flag the template
     clean = blind_report(state)
-    assert clean["excess"] < 0.15, clean
+    # The real items: near chance, or beating it by no more than a handful of items can show.
+    assert clean["excess"] < 0.15 or clean["p_value"] >= 0.05, clean
 
 
 def test_c1_flags_a_constant_number(built, tmp_path):
@@ -244,6 +245,18 @@ def test_of_scene_facts_sharing_an_object_the_list_is_kept():
     assert kept == ["b", "c", "d"] and twins == {"a": "b"}  # a and b share the red cube; b asks of more
     plain = {k: {f: v for f, v in d.items() if f != "scene_fact"} for k, d in dets.items()}
     assert independent(plain)[0] == ["a", "b", "c", "d"]  # read from a view, neither settles the other
+
+
+def test_items_drawn_beside_accepted_ones_give_way_to_them():
+    """A refill draws bindings beside items already accepted: a list sharing an object with an
+    accepted list is the one held, however the two would order on their own."""
+    dets = {"accepted": {"evidence": "e", "views": [], "quantity": "support", "referents": ["red cube"],
+                         "scene_fact": True},
+            "new": {"evidence": "e", "views": [], "quantity": "support", "referents": ["blue ball", "red cube"],
+                    "scene_fact": True}}
+    assert independent(dets)[1] == {"accepted": "new"}  # on their own the longer list is kept
+    kept, twins = independent(dets, first={"accepted"})
+    assert kept == ["accepted"] and twins == {"new": "accepted"}
 
 
 def test_select_all_answers_are_balanced_by_how_many_they_choose(wide):

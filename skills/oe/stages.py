@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections import ChainMap
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,8 @@ from forge_skills.oe.roles import judge, panel_blind_and_full, verify_grey_batch
 from forge_skills.package.assess_step import assess_package, model_panel
 from forge_skills.package.build_record import blind_margins, repairs_by_cause
 from forge_skills.verify.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, StoreMemo, allocate,
-                                       allocate_by_source, balance_answers, blind_evaluation, expected_yield,
-                                       grey_batches, independent_items, judge_grey_batch, near_duplicates,
+                                       allocate_by_source, balance_answers, binding_determinants, blind_evaluation,
+                                       expected_yield, grey_batches, independent, independent_items, judge_grey_batch, near_duplicates,
                                        screen_invalid, source_quotas, split_targets)
 
 
@@ -72,6 +73,10 @@ class StageRunner(WorkflowRunner):
         self.grey: dict[str, bool] = {}
         self._realized: set[str] = set()  # bindings realized so far (allocation plus refills)
         self._disabled: set[str] = set()  # templates held back by gate A
+        # Templates C1 held in this build -> their items then: a later allocation gives their
+        # share to their siblings, and their items stay in the pool so C1 still decides them.
+        self._blind_held: dict[str, list[str]] = {}
+        self._short_after_topup: dict[str, int] | None = None  # accepted per short capability when units were last added
         self._refills = 0
         self._blind_memo: StoreMemo | None = None  # C1 reports by input digest (persisted in the store)
         self._summaries: dict[str, BindingSummary] = {}  # bindings are immutable: summarize each once
@@ -206,7 +211,8 @@ class StageRunner(WorkflowRunner):
 
     def realize(self, node: WorkflowNode, state: BuildState) -> dict[str, Any]:
         ids = state["ids"]
-        bindings = self._binding_summaries(ids["Binding"])
+        # A template C1 held earlier in this build would be held again: its siblings take its share.
+        bindings = {b: s for b, s in self._binding_summaries(ids["Binding"]).items() if s.template not in self._blind_held}
         plan = allocate_by_source(self._blueprint(), bindings, self._binding_sources(bindings, state), HEADROOM)
         self.item_stats["verifier_held"] = []
         grey, rest = grey_batches(plan, self.gates["grey_batch"])
@@ -248,6 +254,8 @@ class StageRunner(WorkflowRunner):
         self._refills = 0  # a new allocation gets its own refill rounds
         # Back from S5 for more units: items repaired in earlier rounds stay in the pool.
         kept += [i for i in sorted(self._repaired_items - set(kept)) if i not in self._replaced]
+        skip = self._replaced | set(kept)
+        kept += [i for t in sorted(self._blind_held) for i in self._blind_held[t] if i not in skip]
         return {"ids": {"OEItem": kept}}
 
     def _refill(self, accepted: dict[str, Any], binding_ids: list[str]) -> list[str]:
@@ -261,10 +269,14 @@ class StageRunner(WorkflowRunner):
         short = {c: t - have.get(c, 0) for c, t in bp.capability_targets.items() if have.get(c, 0) < t}
         if not short:
             return []
-        flagged = {t for t, r in self.blind_reports.items() if r.get("flagged")}
+        flagged = {t for t, r in self.blind_reports.items() if r.get("flagged")} | set(self._blind_held)
         unused = [b for b in binding_ids if b not in self._realized]
         summaries = {b: s for b, s in self._binding_summaries(unused).items()
                      if s.capability in short and s.template not in self._disabled | flagged}
+        # A binding whose answer an accepted item already determines would be held by DEP.
+        _, twins = independent(ChainMap({i: it.determinant for i, it in accepted.items()}, binding_determinants(summaries)),
+                               first=set(accepted))
+        summaries = {b: s for b, s in summaries.items() if b not in twins}
         if not summaries:
             return []
         need = type(bp)(**{**bp.model_dump(), "capability_targets": {c: math.ceil(n * 1.5) for c, n in short.items()}})
@@ -383,6 +395,14 @@ class StageRunner(WorkflowRunner):
             return {}
         bp = self._blueprint()
         accepted = self.item_stats.get("accepted", [])
+        # More units after the last ones added nothing to any capability short then: its shortfall
+        # lies in the gates, not in the supply, and more units would only lengthen the build.
+        have = self._accepted_per_capability(accepted)
+        before = self._short_after_topup
+        if before and all(have.get(c, 0) <= n for c, n in before.items()):
+            return {}
+        self._short_after_topup = {c: have.get(c, 0) for c, t in bp.capability_targets.items()
+                                   if have.get(c, 0) < t * (1 - bp.composition_tolerance)}
         quotas = source_quotas(bp)
         kind_of = self._evidence_sources(state)
         if quotas is None:
@@ -484,6 +504,10 @@ class StageRunner(WorkflowRunner):
                                                             self._blind_memo, self._repaired_items, replaced)
             self._blind_memo.flush()
             accepted = self._panel(accepted, items)
+            for template, report in self.blind_reports.items():
+                if report.get("flagged"):
+                    self._blind_held[template] = sorted({*self._blind_held.get(template, ()),
+                                                         *(i for i in balanced if items[i].template == template)})
         self.item_stats["blind_held"] = sorted(set(balanced) - set(accepted))
         self.item_stats["accepted"] = accepted
         return {i: items[i] for i in accepted}

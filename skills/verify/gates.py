@@ -104,6 +104,11 @@ class _Determinants(Mapping[str, dict[str, Any]]):
         return len(self._bindings)
 
 
+def binding_determinants(bindings: dict[str, BindingSummary]) -> Mapping[str, dict[str, Any]]:
+    """Binding id -> its determinant (parsed when read), as :func:`independent` takes them."""
+    return _Determinants(bindings)
+
+
 def kind_groups(ids: list[str], kind_of: Callable[[str], Any], classes: int) -> list[tuple[Any, list[str]]]:
     """How the balance gate groups a template's items (and allocation its bindings): a kind of
     object is balanced on its own once it has enough to show a prior (a few per answer class),
@@ -568,8 +573,10 @@ def independent_items(log: GateLog, items: dict[str, OEItem]) -> list[str]:
     return kept
 
 
-def independent(determinants: Mapping[str, dict[str, Any]]) -> tuple[list[str], dict[str, str]]:
-    """(kept ids in id order, dropped id -> the kept id it depends on)."""
+def independent(determinants: Mapping[str, dict[str, Any]], first: frozenset[str] | set[str] = frozenset()
+                ) -> tuple[list[str], dict[str, str]]:
+    """(kept ids in id order, dropped id -> the kept id it depends on); the ids in ``first`` are
+    kept before any other (items already accepted, when more are drawn beside them)."""
     kept: list[str] = []
     twins: dict[str, str] = {}
     groups: dict[tuple, list[tuple[str, set[str], bool]]] = {}
@@ -579,7 +586,8 @@ def independent(determinants: Mapping[str, dict[str, Any]]) -> tuple[list[str], 
     # template's items on the same view are kept.
     def order(i: str) -> tuple:
         d = determinants[i] or {}
-        return (-len(d.get("referents") or ()) if d.get("scene_fact") else 0, digest(d) if d else "", i)
+        return (i not in first, -len(d.get("referents") or ()) if d.get("scene_fact") else 0,
+                digest(d) if d else "", i)
 
     for iid in sorted(determinants, key=order):
         d = determinants[iid]
