@@ -33,8 +33,9 @@ from forge_skills.package.assess_step import assess_package, model_panel
 from forge_skills.package.build_record import blind_margins, repairs_by_cause
 from forge_skills.verify.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, StoreMemo, allocate,
                                        allocate_by_source, balance_answers, binding_determinants, blind_evaluation,
-                                       expected_yield, grey_batches, independent, independent_items, judge_grey_batch, near_duplicates,
-                                       screen_invalid, source_quotas, split_targets)
+                                       expected_yield, grey_batches, independent, independent_items,
+                                       judge_grey_batch, near_duplicates, screen_invalid, source_quotas,
+                                       split_targets)
 
 
 # Synthesis realizes this much more than the targets ask, to absorb rejections at the gates.
@@ -269,13 +270,13 @@ class StageRunner(WorkflowRunner):
         short = {c: t - have.get(c, 0) for c, t in bp.capability_targets.items() if have.get(c, 0) < t}
         if not short:
             return []
-        flagged = {t for t, r in self.blind_reports.items() if r.get("flagged")} | set(self._blind_held)
+        held = self._disabled | set(self._blind_held)  # every template C1 flagged is in _blind_held
         unused = [b for b in binding_ids if b not in self._realized]
         summaries = {b: s for b, s in self._binding_summaries(unused).items()
-                     if s.capability in short and s.template not in self._disabled | flagged}
+                     if s.capability in short and s.template not in held}
         # A binding whose answer an accepted item already determines would be held by DEP.
-        _, twins = independent(ChainMap({i: it.determinant for i, it in accepted.items()}, binding_determinants(summaries)),
-                               first=set(accepted))
+        _, twins = independent(ChainMap({i: it.determinant for i, it in accepted.items()},
+                                        binding_determinants(summaries)), first=set(accepted))
         summaries = {b: s for b, s in summaries.items() if b not in twins}
         if not summaries:
             return []

@@ -248,8 +248,9 @@ def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) ->
     needs = {cap: math.ceil(blueprint.capability_targets.get(cap, 0) * headroom) for cap in caps}
     shares = getattr(blueprint, "difficulty", None) or {}
     if shares:
-        # Bands counted over all bindings, not the keepable ones: which bindings are kept
-        # depends on ids, and an edit to one template must not move the others' quotas.
+        # Bands counted over all bindings, the capability's and each template's, not over the
+        # keepable ones: a template edit changes its bindings' ids, and with them which are
+        # keepable, but not how many of each band it has, and must not move the others' quotas.
         available: dict[str, dict[str, int]] = {cap: dict.fromkeys(BANDS, 0) for cap in caps}
         held: dict[str, dict[str, int]] = {t: dict.fromkeys(BANDS, 0) for ts in caps.values() for t in ts}
         for b in bindings.values():
@@ -264,9 +265,6 @@ def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) ->
             continue
         # Templates share each band's quota by what they hold of that band: a template of easy
         # items only takes its part of the easy quota, and its answers still take turns.
-        # Templates' bands counted over all bindings, as the capability's are: a template edit
-        # changes its bindings' ids, and with them which are keepable, but not how many of each
-        # band it has.
         per_template = template_quotas(needs[cap], quotas[cap], {t: held[t] for t in templates})
         for t in sorted(templates):
             plan[t] = steered(_answer_turns(ordered.get(t, []), bindings), sum(per_template[t].values()),
@@ -560,9 +558,9 @@ def independent_items(log: GateLog, items: dict[str, OEItem]) -> list[str]:
     one orders all of its referents and the other's are among them (the order of A, B, C by
     first appearance settles which of A and B came first). Lists of scene facts (which of these
     rest in a tray) are the same from every view, so two on one record depend on each other
-    whenever they share an object; of those, the one naming more objects is kept first. Otherwise items are kept in the order of a
-    digest of their determinants (stable when another template is edited); one that depends on a
-    kept item is held back."""
+    whenever they share an object; of those, the one naming more objects is kept first.
+    Otherwise items are kept in the order of a digest of their determinants (stable when another
+    template is edited); one that depends on a kept item is held back."""
     kept, twins = independent({iid: items[iid].determinant for iid in items})
     for iid in sorted(items):
         if iid in twins:
