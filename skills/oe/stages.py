@@ -77,7 +77,6 @@ class StageRunner(WorkflowRunner):
         # Templates C1 held in this build -> their items then: a later allocation gives their
         # share to their siblings, and their items stay in the pool so C1 still decides them.
         self._blind_held: dict[str, list[str]] = {}
-        self._short_after_topup: dict[str, int] | None = None  # accepted per short capability when units were last added
         self._refills = 0
         self._blind_memo: StoreMemo | None = None  # C1 reports by input digest (persisted in the store)
         self._summaries: dict[str, BindingSummary] = {}  # bindings are immutable: summarize each once
@@ -396,14 +395,6 @@ class StageRunner(WorkflowRunner):
             return {}
         bp = self._blueprint()
         accepted = self.item_stats.get("accepted", [])
-        # More units after the last ones added nothing to any capability short then: its shortfall
-        # lies in the gates, not in the supply, and more units would only lengthen the build.
-        have = self._accepted_per_capability(accepted)
-        before = self._short_after_topup
-        if before and all(have.get(c, 0) <= n for c, n in before.items()):
-            return {}
-        self._short_after_topup = {c: have.get(c, 0) for c, t in bp.capability_targets.items()
-                                   if have.get(c, 0) < t * (1 - bp.composition_tolerance)}
         quotas = source_quotas(bp)
         kind_of = self._evidence_sources(state)
         if quotas is None:
