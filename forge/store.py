@@ -275,10 +275,33 @@ class BlobStore:
         return self.put_blob(buf.getvalue())
 
     def get_arrays(self, digest: str) -> dict[str, np.ndarray]:
+        """The named arrays of an HDF5 blob, read-only. A scene's arrays are read by its
+        structuring step and then by two checks: the last few read are kept (a few MB each)
+        rather than inflated again, keyed by the blob file's state so a damaged one is read anew."""
+        try:
+            st = self.blob_path(digest).stat()
+            key = (str(self.blob_path(digest)), st.st_mtime_ns, st.st_size)
+        except OSError:
+            key = None  # get_blob names what is wrong with it
+        found = _RECENT_ARRAYS.get(key) if key else None
+        if found is not None:
+            return dict(found)
         import h5py
 
         with h5py.File(io.BytesIO(self.get_blob(digest)), "r") as f:
-            return {name: f[name][()] for name in f.keys()}
+            arrays = {name: f[name][()] for name in f.keys()}
+        for a in arrays.values():
+            a.flags.writeable = False
+        if key is not None:
+            if len(_RECENT_ARRAYS) >= _RECENT_ARRAYS_KEPT:
+                _RECENT_ARRAYS.pop(next(iter(_RECENT_ARRAYS)))
+            _RECENT_ARRAYS[key] = arrays
+        return dict(arrays)
+
+
+# (blob file, its modification time and size) -> arrays: a blob rewritten since is read again.
+_RECENT_ARRAYS: dict[tuple[str, int, int], dict[str, np.ndarray]] = {}
+_RECENT_ARRAYS_KEPT = 4
 
 
 class Store(BlobStore):

@@ -55,16 +55,18 @@ def test_new_question_types_against_ground_truth(wide):
             if t == "count_visible_interval":
                 lo, hi = key["scoring"]["intervals"][key["answer_index"]]
                 assert lo <= n <= hi
-        elif t == "count_left_numeric":
-            # Objects whose pixel centre lies left of the anchor's, among those clearly in view.
-            cx = {n: float(np.nonzero(seg == body[n])[1].mean()) for n in body if px[n] >= 120}
+        elif t in ("count_left_numeric", "count_right_numeric"):
+            # Objects whose pixel centre lies on the asked side of the anchor's, among those
+            # clearly in view (x measured towards that side).
+            sign = -1.0 if t == "count_left_numeric" else 1.0
+            cx = {n: sign * float(np.nonzero(seg == body[n])[1].mean()) for n in body if px[n] >= 120}
             anchor = b["slots"]["anchor"]
-            assert item["answer_value"] == sum(1 for n, x in cx.items() if n != anchor and x < cx[anchor])
+            assert item["answer_value"] == sum(1 for n, x in cx.items() if n != anchor and x > cx[anchor])
             others = [abs(x - cx[anchor]) for n, x in cx.items() if n != anchor]
             assert len(others) >= 2 and min(others) >= 25
             # A faint object may stand only on the other side, clear of the anchor's column.
-            faint = {n: float(np.nonzero(seg == body[n])[1].mean()) for n in body if 0 < px[n] < 120}
-            assert all(x >= cx[anchor] + 25 for x in faint.values()), faint
+            faint = {n: sign * float(np.nonzero(seg == body[n])[1].mean()) for n in body if 0 < px[n] < 120}
+            assert all(x <= cx[anchor] - 25 for x in faint.values()), faint
         elif t == "depth_order_list":
             objs = b["slots"]["objects"]
             order = sorted(objs, key=lambda o: float(np.median(depth[seg == body[o]])))

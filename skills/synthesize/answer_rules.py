@@ -47,6 +47,7 @@ class FactTable:
         self._centers: dict[str, np.ndarray] = {}
         self._views: dict[int, Any] | None = None
         self._cameras: dict[int, tuple[np.ndarray, dict[str, float]] | None] = {}
+        self._feet: dict[tuple[str, float, int], tuple[float, float] | None] = {}
 
     def center_3d(self, name: str) -> np.ndarray:
         """Centre of an object's 3D box."""
@@ -121,6 +122,15 @@ class FactTable:
         camera = self._cameras[view]
         return None if camera is None else project(camera, point)
 
+    def foot(self, name: str, z: float, view: int) -> tuple[float, float] | None:
+        """Pixel where the object's vertical centre line meets height ``z`` (a resting height):
+        comparisons of where objects stand ask it of every pair and triple, so once each."""
+        key = (name, z, view)
+        if key not in self._feet:
+            lo, hi = self._objects[name].box_3d_min, self._objects[name].box_3d_max
+            self._feet[key] = self.project([(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, z], view)
+        return self._feet[key]
+
     def clear(self, obj: str, view: int, min_pixels: float, border: bool = True) -> bool:
         """Clearly seen: at least ``min_pixels`` and made out by the source's referent rules."""
         return self.fact(obj, view).visible_pixels >= min_pixels and self.makes_out(obj, view, border) is None
@@ -156,8 +166,7 @@ def depth_cue(ft: FactTable, view: int, near: str, far: str) -> float | None:
     if a.box_3d_min is None or b.box_3d_min is None or a.box_3d_max is None or b.box_3d_max is None:
         return None
     z = min(a.box_3d_min[2], b.box_3d_min[2])
-    foot = [ft.project([(o.box_3d_min[0] + o.box_3d_max[0]) / 2, (o.box_3d_min[1] + o.box_3d_max[1]) / 2, z], view)
-            for o in (a, b)]
+    foot = [ft.foot(n, z, view) for n in (near, far)]
     if foot[0] is None or foot[1] is None:
         return None
     return (foot[0][1] - foot[1][1]) / ft.view(view).height
@@ -536,8 +545,7 @@ def image_separations(ft: FactTable, view: int, anchor: str, names: list[str]) -
     if any(o.box_3d_min is None or o.box_3d_max is None for o in objs):
         return None
     z = min(o.box_3d_min[2] for o in objs)
-    feet = [ft.project([(o.box_3d_min[0] + o.box_3d_max[0]) / 2, (o.box_3d_min[1] + o.box_3d_max[1]) / 2, z], view)
-            for o in objs]
+    feet = [ft.foot(n, z, view) for n in [anchor, *names]]
     if any(f is None for f in feet):
         return None
     return {n: float(np.hypot(f[0] - feet[0][0], f[1] - feet[0][1])) for n, f in zip(names, feet[1:])}
@@ -679,18 +687,29 @@ def confusers(ft: FactTable, target: str, others: list[str]) -> set[str]:
 
 
 def _grounding_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
-    k = len(tpl["options"].get("labels", ["A", "B", "C", "D"]))
+    """As ``_grounding_derive`` over every marked set, target and label, with what depends only
+    on the set (marker separation) or the set and target (what they share) found once each."""
+    labels = tpl["options"].get("labels", ["A", "B", "C", "D"])
+    k = len(labels)
     visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
+    centers = {n: ft.fact(n, view).center_2d for n in visible}
+    min_gap, min_shared = _adm(tpl, "min_separation_px", 0), _adm(tpl, "min_confusers", 0)
     out = []
     for combo in itertools.combinations(visible, k):
+        gap = min(((centers[a][0] - centers[b][0]) ** 2 + (centers[a][1] - centers[b][1]) ** 2) ** 0.5
+                  for a, b in itertools.combinations(combo, 2))
+        if gap < min_gap:
+            continue
         # Every member of the set may be the one named, at every label: with the first always
         # named, where its marker sits would follow the order objects are listed in.
-        for target, shift in itertools.product(combo, range(k)):
-            marked = [n for n in combo if n != target]
-            marked.insert(shift, target)
-            answer, d = _grounding_derive(ft, view, {"target": target, "marked": marked}, tpl)
-            if answer is not None:
-                out.append(Candidate({"target": target, "marked": marked}, answer, d["separation_px"], d["labels"]))
+        for target in combo:
+            others = [n for n in combo if n != target]
+            if len(confusers(ft, target, others)) < min_shared:
+                continue
+            for shift in range(k):
+                marked = list(others)
+                marked.insert(shift, target)
+                out.append(Candidate({"target": target, "marked": marked}, labels[shift], gap, dict(zip(labels, marked))))
     return out
 
 

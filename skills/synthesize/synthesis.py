@@ -98,9 +98,11 @@ def _candidate_rng(tpl: dict[str, Any], evidence_id: str) -> np.random.Generator
     return np.random.default_rng(int(digest(asks, evidence_id)[:16], 16))
 
 
-def _marker_place(ft: FactTable, view: int | None, cand: Candidate) -> tuple[bool, bool] | None:
-    """Where the answer's marker lies among the others (furthest left? lowest?), for a question
-    whose options are the labels of marked objects; None for any other question."""
+def _marker_place(ft: FactTable, view: int | None, cand: Candidate) -> tuple[int, int] | None:
+    """Where the answer's marker lies among the others: how many markers lie left of it, and how
+    many below it, for a question whose options are the labels of marked objects; None for any
+    other question. Ranks, not "leftmost or not": with four markers, turns between leftmost and
+    not would make the leftmost marker the answer half the time."""
     marked = cand.slots.get("marked")
     answer = cand.answer
     if view is None or not isinstance(marked, list) or len(answer) != 1 or not "A" <= answer <= "Z":
@@ -110,7 +112,7 @@ def _marker_place(ft: FactTable, view: int | None, cand: Candidate) -> tuple[boo
     if i >= len(marked) or any(c is None for c in centers):
         return None
     xs, ys = [c[0] for c in centers], [c[1] for c in centers]
-    return xs[i] == min(xs), ys[i] == max(ys)
+    return sum(x < xs[i] for x in xs), sum(y > ys[i] for y in ys)
 
 
 def _select(cands: list[Candidate], k: int, rng, admit, place=lambda c: None) -> list[Candidate]:

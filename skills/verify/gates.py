@@ -269,7 +269,24 @@ def allocate(blueprint, bindings: dict[str, BindingSummary], headroom: float) ->
         for t in sorted(templates):
             plan[t] = steered(_answer_turns(ordered.get(t, []), bindings), sum(per_template[t].values()),
                               lambda b: bindings[b].difficulty, dict(per_template[t]))
+        _fill_short(plan, needs[cap], sorted(templates), ordered, bindings)
     return plan
+
+
+def _fill_short(plan: dict[str, list[str]], need: int, templates: list[str], ordered: dict[str, list[str]],
+                bindings: dict[str, BindingSummary]) -> None:
+    """Quotas are counted over all bindings, most of which the gates would not keep where many
+    determine each other (a distance between two objects is the same in every view of a scene):
+    a capability whose quotas drew fewer keepable bindings than it needs takes the rest from its
+    templates' other keepable bindings, of any band, answers still taking turns. Without this,
+    more units would not bring it closer: its quotas grow with them, its keepable share does not."""
+    left = need - sum(len(plan.get(t, [])) for t in templates)
+    if left <= 0:
+        return
+    spare = {t: [b for b in ordered.get(t, []) if b not in set(plan.get(t, []))] for t in templates}
+    for t, n in water_fill(left, {t: len(ids) for t, ids in spare.items()}).items():
+        if n:
+            plan[t] = plan.get(t, []) + _take_turns(_answer_turns(spare[t], bindings))[:n]
 
 
 def _answer_turns(ids: list[str], bindings: dict[str, BindingSummary]) -> list[list[str]]:
