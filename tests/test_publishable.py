@@ -451,6 +451,31 @@ def test_band_quotas_move_items_to_where_the_mix_is_short():
     assert quotas["b"]["easy"] == 0 and quotas["b"]["medium"] + quotas["b"]["hard"] == 10
 
 
+def test_allocation_fills_a_capability_its_band_quotas_leave_short():
+    """Band quotas are counted over all bindings; where most of a band's bindings determine each
+    other (a distance is the same from every view of a scene), the quotas draw fewer keepable
+    bindings than the capability needs, and it takes the rest from its other templates' keepable
+    ones. Before, more units never closed such a gap: the quotas grew with them."""
+    from forge_skills.verify.gates import BindingSummary, allocate
+
+    def summary(template: str, band: str, evidence: str, answer: str) -> BindingSummary:
+        det = json.dumps({"quantity": template, "evidence": evidence, "views": [0], "referents": ["a", "b"]})
+        return BindingSummary(template=template, answer=answer, capability="metric_distance", determinant=det,
+                              question_type="numeric", difficulty=band)
+
+    # 40 hard bindings on 5 records: 5 keepable; 40 easy ones, each on its own record.
+    bindings = {f"h{i}": summary("far", "hard", f"e{i % 5}", str(10 + i)) for i in range(40)}
+    bindings |= {f"e{i}": summary("near", "easy", f"r{i}", "yes" if i % 2 else "no") for i in range(40)}
+    bp = Blueprint(name="t", version="1", seed=0, track="oe", items_target=20, capabilities=["metric_distance"],
+                   question_types=["numeric"], capability_targets={"metric_distance": 20}, sources=[], templates=[],
+                   gates={}, intent_hash="", difficulty={"easy": 0.2, "medium": 0.4, "hard": 0.4})
+    plan = allocate(bp, bindings, 1.0)
+    assert len(plan["far"]) == 5  # every keepable one of the band the mix wants
+    assert len(plan["far"]) + len(plan["near"]) == 20
+    answers = [bindings[b].answer for b in plan["near"]]
+    assert abs(answers.count("yes") - answers.count("no")) <= 1  # answers still take turns
+
+
 def test_a_capability_short_of_its_target_says_why(wide):
     """A shortfall is stated with its reason in composition.json and the package README."""
     from collections import Counter
