@@ -159,6 +159,25 @@ def test_a_referent_a_person_cannot_make_out_is_not_admitted(built, defect):
     assert planted >= 5
 
 
+@pytest.mark.parametrize("defect", ["cut_by_border", "hidden"])
+def test_an_object_seen_but_not_made_out_is_not_asked_about_as_visible(built, defect):
+    """"Is the soccer ball visible?" keyed yes on a sliver at the image edge: a person cannot
+    tell what the sliver is. A yes needs the object made out by the source's referent rules."""
+    tpl, planted = _template("visibility_yesno"), 0
+    change = {"cut_by_border": {"border_share": 0.6}, "hidden": {"visible_share": 0.2}}[defect]
+    for ev in _evidence(built["store"])[:20]:
+        for view, slots in _admitted(ev, "visibility_yesno", limit=10):
+            ft = FactTable(ev)
+            answer, _ = rule_for(tpl).derive(ft, view, slots, tpl)
+            if answer != "yes":
+                continue
+            bad = FactTable(_with_fact(ev, slots["object"], view, **change))
+            answer, why = rule_for(tpl).derive(bad, view, slots, tpl)
+            assert answer is None and "not made out" in why["reason"], (defect, slots, why)
+            planted += 1
+    assert planted >= 5
+
+
 def test_a_faint_object_blocks_a_count_beside_only_on_the_counted_side(built):
     """How many objects are left of the anchor: a half-hidden object on the left could be one
     more, so the count is not asked; one on the right cannot change it, so it is."""

@@ -42,6 +42,7 @@ from forge_skills.verify.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, Bi
 HEADROOM = 1.15
 MAX_TOPUPS = 4
 MAX_REFILLS = 2  # realize rounds after S5 screening, per build
+REFILL_SPARE = 10  # a refill realizes at least this many more than the shortfall
 
 
 class StageRunner(WorkflowRunner):
@@ -279,7 +280,11 @@ class StageRunner(WorkflowRunner):
         summaries = {b: s for b, s in summaries.items() if b not in twins}
         if not summaries:
             return []
-        need = type(bp)(**{**bp.model_dump(), "capability_targets": {c: math.ceil(n * 1.5) for c, n in short.items()}})
+        # Drawn generously: the answers a refill draws first are those its templates have most
+        # of, which the balance gate has often capped already (a 30-item build refilling 3 items
+        # drew 5 that all fell in full distance bins).
+        need = type(bp)(**{**bp.model_dump(), "capability_targets": {c: max(math.ceil(n * 1.5), n + REFILL_SPARE)
+                                                                     for c, n in short.items()}})
         plan = allocate(need, summaries, 1.0)
         chosen = [b for bids in plan.values() for b in bids]
         if not chosen:

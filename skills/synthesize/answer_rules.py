@@ -338,12 +338,19 @@ def _marked_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Ca
 
 
 def _visible_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
-    px = ft.fact(slots["object"], view).visible_pixels
-    if px >= _adm(tpl, "min_visible_pixels", 1):
-        return "yes", {"visible_pixels": px, "object": slots["object"]}
+    """Yes when a person can make the object out (enough pixels, and by the source's referent
+    rules not cut off by the border, mostly hidden or lost against its surroundings); no when
+    none of it shows; anything between is not asked (a sliver at the edge could be anything)."""
+    obj = slots["object"]
+    px = ft.fact(obj, view).visible_pixels
     if px == 0:
-        return "no", {"visible_pixels": px, "object": slots["object"]}
-    return None, {"reason": f"{px} visible pixels is neither clearly visible nor absent"}
+        return "no", {"visible_pixels": px, "object": obj}
+    if px < _adm(tpl, "min_visible_pixels", 1):
+        return None, {"reason": f"{px} visible pixels is neither clearly visible nor absent"}
+    why = ft.makes_out(obj, view)
+    if why is not None:
+        return None, {"reason": f"seen but not made out: {why}"}
+    return "yes", {"visible_pixels": px, "object": obj}
 
 
 
