@@ -278,9 +278,10 @@ class BlobStore:
         """The named arrays of an HDF5 blob, read-only. A scene's arrays are read by its
         structuring step and then by two checks: the last few read are kept (a few MB each)
         rather than inflated again, keyed by the blob file's state so a damaged one is read anew."""
+        path = self.blob_path(digest)
         try:
-            st = self.blob_path(digest).stat()
-            key = (str(self.blob_path(digest)), st.st_mtime_ns, st.st_size)
+            st = path.stat()
+            key = (str(path), st.st_mtime_ns, st.st_size)
         except OSError:
             key = None  # get_blob names what is wrong with it
         found = _RECENT_ARRAYS.get(key) if key else None

@@ -63,7 +63,7 @@ def _keepable(bindings: dict[str, BindingSummary], min_items: int) -> dict[str, 
     realizes are seldom held back afterwards for dependence or imbalance."""
     kept, _ = independent(_Determinants(bindings))
     per_template: dict[str, list[str]] = {}
-    for bid in kept:  # in id order
+    for bid in kept:  # in the independence gate's order
         per_template.setdefault(bindings[bid].template, []).append(bid)
     out: dict[str, list[str]] = {}
     for template, ids in per_template.items():
@@ -283,7 +283,8 @@ def _fill_short(plan: dict[str, list[str]], need: int, templates: list[str], ord
     left = need - sum(len(plan.get(t, [])) for t in templates)
     if left <= 0:
         return
-    spare = {t: [b for b in ordered.get(t, []) if b not in set(plan.get(t, []))] for t in templates}
+    taken = {t: set(plan.get(t, [])) for t in templates}
+    spare = {t: [b for b in ordered.get(t, []) if b not in taken[t]] for t in templates}
     for t, n in water_fill(left, {t: len(ids) for t, ids in spare.items()}).items():
         if n:
             plan[t] = plan.get(t, []) + _take_turns(_answer_turns(spare[t], bindings))[:n]
@@ -590,8 +591,8 @@ def independent_items(log: GateLog, items: dict[str, OEItem]) -> list[str]:
 
 def independent(determinants: Mapping[str, dict[str, Any]], first: frozenset[str] | set[str] = frozenset()
                 ) -> tuple[list[str], dict[str, str]]:
-    """(kept ids in id order, dropped id -> the kept id it depends on); the ids in ``first`` are
-    kept before any other (items already accepted, when more are drawn beside them)."""
+    """(kept ids in the order they were kept, dropped id -> the kept id it depends on); the ids in
+    ``first`` are kept before any other (items already accepted, when more are drawn beside them)."""
     kept: list[str] = []
     twins: dict[str, str] = {}
     groups: dict[tuple, list[tuple[str, set[str], bool]]] = {}
