@@ -178,6 +178,25 @@ def test_an_object_seen_but_not_made_out_is_not_asked_about_as_visible(built, de
     assert planted >= 5
 
 
+def test_an_object_whose_edge_reaches_past_the_answer_makes_leftmost_no_question(built):
+    """"Which object appears leftmost?" keyed by centres, where a large ball's left edge reaches
+    past the small cube whose centre is leftmost: either is a fair answer. Both edges of the
+    answer must lie beyond the other options' edges."""
+    tpl, planted = _template("leftmost_choice"), 0
+    for ev in _evidence(built["store"])[:20]:
+        for view, slots in _admitted(ev, "leftmost_choice", limit=3):
+            ft = FactTable(ev)
+            answer, _ = rule_for(tpl).derive(ft, view, slots, tpl)
+            other = next(n for n in slots["objects"] if n != answer)
+            x0, y0, x1, y1 = ft.fact(other, view).bbox_2d
+            reach = ft.fact(answer, view).bbox_2d[0] - 6  # its left edge now further left than the answer's
+            bad = FactTable(_with_fact(ev, other, view, bbox_2d=[reach, y0, x1, y1]))
+            got, why = rule_for(tpl).derive(bad, view, slots, tpl)
+            assert got is None and "by their edges" in why["reason"], (slots, why)
+            planted += 1
+    assert planted >= 5
+
+
 def test_a_faint_object_blocks_a_count_beside_only_on_the_counted_side(built):
     """How many objects are left of the anchor: a half-hidden object on the left could be one
     more, so the count is not asked; one on the right cannot change it, so it is."""
@@ -386,8 +405,111 @@ def test_difficulty_follows_the_margins(wide):
     assert by_field({"image_margin": 5.0}, _template("largest_choice"), None, None) == "easy"  # a 5:1 area ratio
     assert by_field({"image_margin": 1.35}, _template("largest_choice"), None, None) == "hard"
     assert by_grounding({"confusers": []}, {}, None, None) == "easy"  # a single-referent colour check
-    assert by_grounding({"confusers": ["kind"]}, {}, None, None) == "medium"
+    # The only purple object among black and green ones is found at a glance, cubes or not.
+    assert by_grounding({"confusers": ["kind"]}, {}, None, None) == "easy"
+    assert by_grounding({"confusers": ["colour"]}, {}, None, None) == "medium"
     assert by_grounding({"confusers": ["colour", "kind"]}, {}, None, None) == "hard"
+
+
+def test_which_is_further_left_is_hardest_between_objects_one_above_the_other(wide):
+    """The same 30 px sideways between two objects side by side is a glance; between one high in
+    the picture and one far below it, the eye must carry a line down the image."""
+    ev = _evidence(wide["store"])[0]
+    ft = FactTable(ev)
+    view = ft.views[0]
+    a, b = ft.visible(view, 1)[:2]
+    tpl = _template("left_of_yesno")
+
+    def band(ya: float, yb: float) -> str:
+        placed = _with_fact(_with_fact(ev, a, view, center_2d=[100.0, ya]), b, view, center_2d=[130.0, yb])
+        why = {"values": {a: 100.0, b: 130.0}, "margin": 30.0}
+        return by_field(why, tpl, FactTable(placed), view)
+    assert band(120, 120) == "easy"
+    assert band(100, 180) == "medium"  # 80 px apart down the image
+    assert band(40, 200) == "hard"  # 160 px
+    narrow = _with_fact(_with_fact(ev, a, view, center_2d=[100.0, 120.0]), b, view, center_2d=[112.0, 120.0])
+    assert by_field({"values": {a: 100.0, b: 112.0}}, tpl, FactTable(narrow), view) == "hard"  # 12 px of 320
+    # An extreme is rated by the answer against each other option, not by the other options' gaps.
+    three = _with_fact(narrow, a, view, center_2d=[40.0, 120.0])
+    c = ft.visible(view, 1)[2]
+    three = _with_fact(three, c, view, center_2d=[112.0, 120.0])
+    why = {"values": {a: 40.0, b: 112.0, c: 112.0}, "pick": "min"}
+    assert by_field(why, _template("leftmost_choice"), FactTable(three), view) == "easy"
+
+
+def test_a_view_offers_its_demanding_questions_first():
+    """A view holds a few demanding questions among many one-glance ones: each answer's candidates
+    take turns by band, the hardest first, so the bindings drawn hold the bands the mix asks for."""
+    import numpy as np
+    from forge_skills.synthesize.synthesis import _select
+    cands = [Candidate({"object": f"o{i}"}, "yes" if i % 2 else "no", 1.0) for i in range(24)]
+    band = {f"o{i}": "hard" if i in (5, 18) else "medium" if i in (7, 9, 12) else "easy" for i in range(24)}
+    rate = lambda c: band[c.slots["object"]]  # noqa: E731
+    picked = _select(cands, 4, np.random.default_rng(0), lambda c: True, band=rate)
+    assert sorted(rate(c) for c in picked) == ["hard", "hard", "medium", "medium"]
+    assert sorted(c.answer for c in picked) == ["no", "no", "yes", "yes"]  # answers still take turns
+    plain = _select(cands, 4, np.random.default_rng(0), lambda c: True)
+    assert [rate(c) for c in plain].count("easy") >= 2  # drawn at random, most are one-glance ones
+
+
+def test_an_absence_is_as_hard_as_the_look_alikes_in_view(wide):
+    """"Can you see the green mug?" with nothing green and no mug in view is answered at a
+    glance; with a green duck and a blue mug in view, both attributes of each must be read before
+    saying no. Visibility checks are rated by the objects in view that share the named one's kind
+    or colour but not its answer, so the mix can ask for the demanding ones; real scenes hold all
+    three bands, and what is in view is always easy to confirm."""
+    tid = "visibility_yesno"
+    tpl = _template(tid)
+    rule = rule_for(tpl)
+    bands: dict[str, int] = {}
+    for ev in _evidence(wide["store"]):
+        ft = FactTable(ev)
+        for view in ft.views:
+            seen = ft.visible(view, int(tpl["admission"]["min_visible_pixels"]))
+            for cand in rule.candidates(ft, view, tpl):
+                obj = cand.slots["object"]
+                answer, why = rule.derive(ft, view, cand.slots, tpl)
+                band = rule.difficulty_of(why, tpl, ft, view)
+                other = [o for o in seen if o != obj and rule.derive(ft, view, {"object": o}, tpl)[0] not in (None, answer)]
+                kind = any(ft.category(o) == ft.category(obj) for o in other)
+                colour = any(ft.object(o).color == ft.object(obj).color for o in other)
+                assert band == ("easy", "medium", "hard")[kind + colour], (ev.scene_index, view, obj, band, other)
+                if answer == "yes":
+                    assert band == "easy"  # nothing in view answers otherwise
+                bands[band] = bands.get(band, 0) + 1
+    assert all(bands.get(b, 0) > 0 for b in ("easy", "medium", "hard")), bands
+
+
+def test_which_listed_objects_are_in_view_is_as_hard_as_its_absent_look_alikes(wide):
+    """"Which of these are in the picture?" over a lone teddy bear and three things unlike it is a
+    glance; each absent option that shares a kind or colour with something in view must be ruled
+    out with care."""
+    tpl = _template("visible_set_multi")
+    rule = rule_for(tpl)
+    cases = set()
+    for ev in _evidence(wide["store"]):
+        ft = FactTable(ev)
+        for view in ft.views:
+            seen = ft.visible(view, int(tpl["admission"]["min_visible_pixels"]))
+            absent = [o for o in ft.objects if ft.fact(o, view).visible_pixels == 0]
+            if not seen:
+                continue
+            plain = [o for o in absent if not confusers(ft, o, seen)]
+            alike = [o for o in absent if confusers(ft, o, seen)]
+
+            def rate(listed: list[str]) -> str:
+                shown = {o: ft.fact(o, view).visible_pixels for o in listed}
+                return rule.difficulty_of({"visible_pixels": shown}, tpl, ft, view)
+            if plain:
+                assert rate([seen[0], *plain]) == "easy"
+                cases.add("easy")
+            if alike:
+                assert rate([seen[0], alike[0], *plain]) == "medium"
+                cases.add("medium")
+            if len(alike) > 1:
+                assert rate([seen[0], *alike]) == "hard"
+                cases.add("hard")
+    assert cases == {"easy", "medium", "hard"}, cases
 
 
 def test_grounding_marks_an_object_that_shares_its_kind_or_colour(wide):

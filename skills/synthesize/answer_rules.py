@@ -18,8 +18,8 @@ import numpy as np
 from forge.artifact_types import EvidenceRecord, ObjectViewFact
 from forge_skills.synthesize.camera import camera_of, project
 from forge_skills.synthesize.conventions import of_field
-from forge_skills.synthesize.difficulty import (by_count, by_field, by_grounding, by_image_ratio, by_reach, by_turn,
-                                                by_view_ratio, by_visible, constant)
+from forge_skills.synthesize.difficulty import (by_absent_lookalikes, by_contrast, by_count, by_field, by_grounding,
+                                                by_image_ratio, by_reach, by_turn, by_view_ratio, confusers, constant)
 
 FIELDS = ("center_x", "center_y", "median_depth", "visible_pixels")
 
@@ -156,6 +156,7 @@ Derivation = tuple[str | None, dict[str, Any]]
 # a size difference as an area ratio.
 MIN_DEPTH_CUE = 0.04
 MIN_AREA_RATIO = 1.3
+MIN_EDGE_GAP = 4.0  # pixels between like edges of two objects ordered by position in the image
 
 
 def depth_cue(ft: FactTable, view: int, near: str, far: str) -> float | None:
@@ -176,7 +177,8 @@ def image_margin(ft: FactTable, view: int, field: str, low: str, high: str, tpl:
                  ) -> tuple[float | None, str | None]:
     """(the margin a person sees, why it is too small) between two objects whose ``field`` values
     are ordered low < high: for depth the nearer one's drop below the farther in the image, for
-    area the ratio of the larger to the smaller. Image positions are their own margin."""
+    area the ratio of the larger to the smaller, for an image position the smaller gap between
+    their like edges (left edges and right edges, or top and bottom)."""
     if field == "median_depth":
         cue = depth_cue(ft, view, low, high)
         need = _adm(tpl, "min_depth_cue", MIN_DEPTH_CUE)
@@ -188,6 +190,19 @@ def image_margin(ft: FactTable, view: int, field: str, low: str, high: str, tpl:
         ratio = large / max(small, 1.0)
         need = _adm(tpl, "min_area_ratio", MIN_AREA_RATIO)
         return ratio, (None if ratio >= need else f"area ratio {ratio:.2f} below {need:.2f}")
+    if field in ("center_x", "center_y"):
+        # A person may judge "further left" by an object's centre or by its edge: both edges
+        # must agree with the centres, or a large object whose edge reaches past a small one's
+        # is the other answer.
+        a, b = ft.fact(low, view).bbox_2d, ft.fact(high, view).bbox_2d
+        if a is None or b is None:
+            return None, None
+        axis = 0 if field == "center_x" else 1
+        gap = float(min(b[axis] - a[axis], b[axis + 2] - a[axis + 2]))
+        need = _adm(tpl, "min_edge_gap", MIN_EDGE_GAP)
+        if gap < need:
+            return gap, f"by their edges the {low} and the {high} are not clearly apart ({gap:.0f} px, needs {need:.0f})"
+        return gap, None
     return None, None
 
 
@@ -215,10 +230,16 @@ def _extreme_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
     margin = abs(values[ranked[0]] - values[ranked[1]])
     if margin < _adm(tpl, "min_margin", 0.0):
         return None, {"reason": f"margin {margin:.3f} below admission", "values": values}
-    low, high = sorted(ranked[:2], key=lambda n: values[n])
-    seen, why = image_margin(ft, view, rule["field"], low, high, tpl)
-    if why:
-        return None, {"reason": why, "values": values}
+    # Positions: the answer against every other option (a far-off centre may still have the
+    # further edge); other fields: against the runner-up.
+    rivals = ranked[1:] if rule["field"] in ("center_x", "center_y") else ranked[1:2]
+    seen = None
+    for other in rivals:
+        low, high = sorted((ranked[0], other), key=lambda n: values[n])
+        m, why = image_margin(ft, view, rule["field"], low, high, tpl)
+        if why:
+            return None, {"reason": why, "values": values}
+        seen = m if seen is None or (m is not None and m < seen) else seen
     return ranked[0], {"field": rule["field"], "pick": rule.get("pick", "min"), "values": values, "margin": margin,
                        **({"image_margin": round(seen, 4)} if seen is not None else {})}
 
@@ -473,7 +494,8 @@ def _order_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str
     if min(gaps) < _adm(tpl, "min_margin", 0.0):
         return None, {"reason": "two neighbours in the order are too close"}
     seen = []
-    for a, b in zip(ranked, ranked[1:]):
+    pairs = itertools.combinations(ranked, 2) if rule["field"] in ("center_x", "center_y") else zip(ranked, ranked[1:])
+    for a, b in pairs:
         m, why = image_margin(ft, view, rule["field"], *sorted((a, b), key=lambda n: values[n]), tpl)
         if why:
             return None, {"reason": why}
@@ -681,18 +703,6 @@ def _grounding_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict
                                           "confusers": sorted(shared)}
 
 
-def confusers(ft: FactTable, target: str, others: list[str]) -> set[str]:
-    """What the named object shares with other marked ones: ``kind`` (another of its category:
-    its colour must be read) and ``colour`` (another of its colour: its kind must be read)."""
-    obj = ft.object(target)
-    out = set()
-    if any(ft.category(n) == obj.category for n in others):
-        out.add("kind")
-    if obj.color and any(ft.object(n).color == obj.color for n in others):
-        out.add("colour")
-    return out
-
-
 def _grounding_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
     """As ``_grounding_derive`` over every marked set, target and label, with what depends only
     on the set (marker separation) or the set and target (what they share) found once each."""
@@ -775,7 +785,8 @@ RULES: dict[str, Rule] = {
         Rule("marked_compare", _marked_candidates, _marked_derive, ("marked",), ("marked_object_choice",), _field,
              whole_order=True, conventions=of_field, difficulty=by_field),
         Rule("visible", per_object(_visible_derive, lambda d: d["visible_pixels"]),
-             _visible_derive, ("object",), ("yes_no",), lambda t: "visible", difficulty=by_visible),
+             _visible_derive, ("object",), ("yes_no",), lambda t: "visible",
+             difficulty=by_contrast(_visible_derive)),
         Rule("best_view", per_object(_best_view_derive, lambda d: d["ratio"], lambda d: d["visible_pixels"]),
              _best_view_derive, ("object",), ("multi_view_choice",), conventions=("apparent_size",),
              difficulty=by_view_ratio),
@@ -790,7 +801,7 @@ RULES: dict[str, Rule] = {
         Rule("order", _order_candidates, _order_derive, ("objects",), ("ordered_list",), _field, whole_order=True,
              conventions=of_field, difficulty=by_field),
         Rule("visible_set", _visible_set_candidates, _visible_set_derive, ("objects",), ("multiple_choice",),
-             lambda t: "visible", whole_order=True),
+             lambda t: "visible", whole_order=True, difficulty=by_absent_lookalikes),
         Rule("nearest_to", _nearest_to_candidates, _nearest_to_derive, ("anchor", "objects"), ("single_choice",),
              conventions=("separation",), difficulty=by_image_ratio),
         Rule("marked_nearest_to", _marked_nearest_candidates, _marked_nearest_derive, ("anchor", "marked"),

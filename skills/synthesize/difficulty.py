@@ -39,11 +39,39 @@ def by_field(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> st
         return banded(seen, 1.8, 1.4)
     if field == "median_depth":
         return banded(seen, 0.15, 0.06)
-    if field in ("center_x", "center_y") and view is not None and why.get("margin") is not None:
-        side = ft.view(view).width if field == "center_x" else ft.view(view).height
-        # Two objects a fifteenth of the picture apart are told apart at a glance.
-        return banded(float(why["margin"]) / side, 0.07, 0.045)
+    if field in ("center_x", "center_y") and view is not None and why.get("values"):
+        return by_position(why, field, ft, view)
     return "medium"
+
+
+def by_position(why: dict[str, Any], field: str, ft: Any, view: Any) -> str:
+    """Which is further left (or higher), rated by its closest call: the answer against each other
+    option for an extreme, neighbours in the order for an order or a pair. Two objects a fifteenth
+    of the picture apart side by side are told apart at a glance; the same gap between one object
+    high in the picture and another far below it asks the eye to carry a line down the image, and
+    judging alignment across a distance is what people do worst."""
+    values = why["values"]
+    axis = 0 if field == "center_x" else 1
+    side = ft.view(view).width if axis == 0 else ft.view(view).height
+    ranked = sorted(values, key=lambda n: values[n])
+    if "pick" in why:
+        answer = ranked[0] if why["pick"] == "min" else ranked[-1]
+        pairs = [(answer, n) for n in ranked if n != answer]
+    else:
+        pairs = list(zip(ranked, ranked[1:]))
+    worst = 0
+    for a, b in pairs:
+        ca, cb = ft.fact(a, view).center_2d, ft.fact(b, view).center_2d
+        along = abs(float(values[a]) - float(values[b]))
+        across = abs(float(ca[1 - axis]) - float(cb[1 - axis])) if ca is not None and cb is not None else 0.0
+        if along / side < 0.045 or along < 0.25 * across:
+            band = 2
+        elif along / side < 0.07 or along < 0.5 * across:
+            band = 1
+        else:
+            band = 0
+        worst = max(worst, band)
+    return BANDS[worst]
 
 
 def by_count(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
@@ -75,26 +103,59 @@ def by_turn(key: str, easy_from: float, hard_below: float) -> Rater:
     return rate
 
 
+def confusers(ft: Any, target: str, others: list[str]) -> set[str]:
+    """What the named object shares with ``others``: ``kind`` (another of its category: its
+    colour must be read) and ``colour`` (another of its colour: its kind must be read)."""
+    obj = ft.object(target)
+    out = set()
+    if any(ft.category(n) == obj.category for n in others):
+        out.add("kind")
+    if obj.color and any(ft.object(n).color == obj.color for n in others):
+        out.add("colour")
+    return out
+
+
 def by_grounding(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
-    """Telling the named object among the marked ones: easy when one glance at its colour or at
-    its kind settles it (no other marked object shares either), medium when one of them must be
-    read with care (another shares its kind or its colour), hard when both must be read together
-    (some share its colour, others its kind)."""
+    """Telling the named object among the marked ones: easy when a glance at its colour settles
+    it (no other marked object shares its colour), medium when its kind must be read (another
+    shares its colour), hard when colour and kind must be read together (some share its colour,
+    others its kind). Colour is the quicker cue: a lone purple object among black and green ones
+    is found at once whatever else is marked."""
     shared = why.get("confusers")
     if shared is None:
         return "medium"
-    return ("easy", "medium", "hard")[min(2, len(shared))]
-
-
-def by_visible(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
-    """Seen: easy. Absent: medium when another object of its kind is in view (it must not be
-    taken for the one named), else easy."""
-    obj = why.get("object")
-    if why.get("visible_pixels", 0) > 0 or obj is None or view is None:
+    if "colour" not in shared:
         return "easy"
-    kind = ft.category(obj)
-    return "medium" if any(ft.category(o) == kind and ft.fact(o, view).visible_pixels > 0
-                           for o in ft.objects if o != obj) else "easy"
+    return "hard" if "kind" in shared else "medium"
+
+
+def by_contrast(derive: Callable[..., tuple[Any, dict[str, Any]]]) -> Rater:
+    """A check of one named object that asks for every object in view to be looked at (is it in
+    view: saying no means ruling each one out), rated by the objects in view that share its kind
+    or its colour but not its answer: none easy, one attribute shared medium, both hard.
+    ``derive`` is the rule's own derivation. (Where the question is read off the object once
+    found, as whether it rests in a tray, look-alikes do not make it harder: reviewers found
+    those one-glance checks whatever else was in view.)"""
+    def rate(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
+        obj = why.get("object")
+        if obj is None or view is None:
+            return "medium"
+        answer = derive(ft, view, {"object": obj}, tpl)[0]
+        seen = ft.visible(view, int(tpl["admission"].get("min_visible_pixels", 1)))
+        others = [o for o in seen if o != obj and derive(ft, view, {"object": o}, tpl)[0] not in (None, answer)]
+        return BANDS[min(2, len(confusers(ft, obj, others)))]
+    return rate
+
+
+def by_absent_lookalikes(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
+    """Which listed objects are in view: as demanding as the absent options that look like
+    something in view (its kind or its colour); none easy, one medium, two or more hard."""
+    shown = why.get("visible_pixels")
+    if not shown or view is None:
+        return "medium"
+    seen = [o for o in ft.visible(view, int(tpl["admission"].get("min_visible_pixels", 1)))]
+    alike = sum(1 for o, px in shown.items() if px == 0 and confusers(ft, o, [n for n in seen if n != o]))
+    return BANDS[min(2, alike)]
 
 
 def constant(band: str) -> Rater:

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from pydantic import BaseModel
 
 from forge.artifact_types import Binding, Blueprint, EvidenceRecord, MediaRef, OEItem, Template
-from forge_skills.verify.gates import slot_objects
+from forge_skills.verify.gates import chosen_class, slot_objects
 from forge.keys import digest, file_digest
 from forge.skills import Output, SkillContext, skill
-from forge.vocabulary import question_type
+from forge.vocabulary import answer_form, question_type
 from forge_skills.synthesize.admission import (SINGULAR, admission_problem, marker_geometry, marker_style, marks_of,
                                                question_kinds, shown_views)
 from forge_skills.synthesize.answer_rules import Candidate, FactTable, rule_for
+from forge_skills.synthesize.difficulty import BANDS
 from forge_skills.synthesize.conventions import instruction, statements
 from forge_skills.synthesize.rules_scene import singular
 from forge_skills.package.media import draw_markers, draw_scale_bar, marker_layout, panel, path_plot
@@ -64,10 +65,15 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
         if template.scope == "view" else [None]
     outputs = []
     picks = _candidate_rng(tpl, ctx.input_ids["evidence"])
+    # Select-all answers take turns by how many they choose, as the balance gate counts them.
+    turn = (lambda c: chosen_class(len(c.answer.split(", ")))) if answer_form(template.question_type) == "options" \
+        else (lambda c: c.answer)
     for view in views:
+        band = None if rule.difficulty is None else \
+            (lambda c, v=view: rule.difficulty_of(rule.derive(ft, v, c.slots, tpl)[1], tpl, ft, v))
         chosen = _select(rule.candidates(ft, view, tpl), template.max_per_evidence, picks,
                          lambda c, v=view: admission_problem(ft, tpl, v, c.slots) is None,
-                         lambda c, v=view: _marker_place(ft, v, c))
+                         lambda c, v=view: _marker_place(ft, v, c), band, turn)
         for k, cand in enumerate(chosen):
             key = f"v{view if view is not None else 'all'}-{k}"
             # Consecutive scenes and views step through option orders, so answer positions
@@ -115,13 +121,18 @@ def _marker_place(ft: FactTable, view: int | None, cand: Candidate) -> tuple[int
     return sum(x < xs[i] for x in xs), sum(y > ys[i] for y in ys)
 
 
-def _select(cands: list[Candidate], k: int, rng, admit, place=lambda c: None) -> list[Candidate]:
-    """Up to ``k`` admitted candidates, answers taking turns (the balance gate evens them out over
-    the template). One candidate per unordered object set: (a, b) and (b, a) are the same
+def _select(cands: list[Candidate], k: int, rng, admit, place=lambda c: None,
+            band: Callable[[Candidate], str] | None = None,
+            turn: Callable[[Candidate], str] = lambda c: c.answer) -> list[Candidate]:
+    """Up to ``k`` admitted candidates, answers (by their class, ``turn``) taking turns (the
+    balance gate evens them out over the template). One candidate per unordered object set: (a, b) and (b, a) are the same
     question. Admission is asked only of the candidates the turns reach (it reads pixels and
     visibility rules; most candidates are never needed). Where the options are marked objects,
     answers take turns by where their marker lies too (``place``): otherwise the nearer of two
-    objects is mostly the lower marker, and the markers alone would answer."""
+    objects is mostly the lower marker, and the markers alone would answer. Within an answer,
+    difficulty bands take turns, the hardest first (``band``): a view holds a few demanding
+    questions among many one-glance ones, and drawing at random would leave the mix little to
+    choose from."""
     unique: dict[tuple, Candidate] = {}
     order = rng.permutation(len(cands)) if cands else []
     for i in order:
@@ -130,7 +141,9 @@ def _select(cands: list[Candidate], k: int, rng, admit, place=lambda c: None) ->
         unique.setdefault(key, c)
     groups: dict[str, list[Candidate]] = {}
     for c in unique.values():
-        groups.setdefault(f"{c.answer}|{place(c)}", []).append(c)
+        groups.setdefault(f"{turn(c)}|{place(c)}", []).append(c)
+    if band is not None:
+        groups = {a: _bands_take_turns(g, band) for a, g in groups.items()}
     answers = sorted(groups)
     answers = [answers[int(i)] for i in rng.permutation(len(answers))]
     picked: list[Candidate] = []
@@ -141,6 +154,14 @@ def _select(cands: list[Candidate], k: int, rng, admit, place=lambda c: None) ->
                 picked.append(groups[a][depth])
         depth += 1
     return picked
+
+
+def _bands_take_turns(cands: list[Candidate], band: Callable[[Candidate], str]) -> list[Candidate]:
+    by_band: dict[str, list[Candidate]] = {}
+    for c in cands:
+        by_band.setdefault(band(c), []).append(c)
+    lists = [by_band[b] for b in reversed(BANDS) if b in by_band]
+    return [x[d] for d in range(max((len(x) for x in lists), default=0)) for x in lists if len(x) > d]
 
 
 def presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, view: int | None,
