@@ -17,7 +17,7 @@ from forge.store import Store
 from forge_skills.synthesize.admission import admission_problem, marker_problem
 from forge_skills.synthesize.answer_rules import Candidate, FactTable, confusers, depth_cue, rule_for
 from forge_skills.package.oe_package import select_composition
-from forge_skills.synthesize.difficulty import band_quotas, by_field, by_grounding, template_quotas
+from forge_skills.synthesize.difficulty import band_quotas, by_count, by_field, by_grounding, template_quotas
 from forge_skills.synthesize.synthesis import _marker_place
 from forge_skills.synthesize.templates import builtin_root, read_template
 from forge_skills.verify.blind_solvers import blind_report
@@ -409,6 +409,8 @@ def test_difficulty_follows_the_margins(wide):
     assert by_grounding({"confusers": ["kind"]}, {}, None, None) == "easy"
     assert by_grounding({"confusers": ["colour"]}, {}, None, None) == "medium"
     assert by_grounding({"confusers": ["colour", "kind"]}, {}, None, None) == "hard"
+    # Four objects are seen as four at a glance; six must be counted.
+    assert [by_count({"count": n}, {}, None, None) for n in (1, 4, 5, 6, 9)] == ["easy", "easy", "medium", "hard", "hard"]
 
 
 def test_which_is_further_left_is_hardest_between_objects_one_above_the_other(wide):

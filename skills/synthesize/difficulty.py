@@ -4,11 +4,12 @@ Admission keeps every item decidable (its margins clear a floor a person can see
 floor some items are one-glance checks and others ask for a careful look. An answer rule rates
 its derivation (``Rule.difficulty``) by what a person would have to tell apart: the area ratio
 of two objects, how far apart in the image the nearer and the farther stand, how many things a
-count holds, how far an object is from the reach limit, how many marked objects share the named
-one's colour or kind. A single-referent check and a size ratio above 3:1 are easy. Rules that
-rate nothing are medium. An intent asks for a share per band (``oe.difficulty``); allocation
-and release draw towards it and composition.json reports what was met.
-"""
+count holds (four or fewer are seen at a glance), how far an object is from the reach limit,
+whether colour alone picks out a marked object, how many things in view look like an absent
+one. A single-referent check and a size ratio above 3:1 are easy. Rules that rate nothing are
+medium. An intent asks for a share per band (``oe.difficulty``); binding offers each view's
+demanding questions first, and allocation and release draw towards the mix; composition.json
+reports what was met."""
 
 from __future__ import annotations
 
@@ -75,10 +76,12 @@ def by_position(why: dict[str, Any], field: str, ft: Any, view: Any) -> str:
 
 
 def by_count(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
+    """Up to four things are seen as a number at a glance (subitizing); beyond that they must be
+    counted one by one, and six or more in a scene is a careful count."""
     n = why.get("count")
     if n is None:
         return "medium"
-    return "easy" if n <= 2 else "hard" if n >= 6 else "medium"
+    return "easy" if n <= 4 else "hard" if n >= 6 else "medium"
 
 
 def by_image_ratio(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
