@@ -23,6 +23,9 @@ class ReferentRules(BaseModel):
     max_truncation: float | None = Field(None, ge=0, le=1, description="share of its projected box outside the image")
     min_pixels: dict[str, int] = Field(default_factory=dict, description="pixels to recognise each category "
                                                                          "('default' for the rest)")
+    look_alike: list[list[str]] = Field(default_factory=list, description="groups of categories a person cannot "
+                                        "tell apart in these views (plain blocks of like proportions): an object "
+                                        "may not be named where one of its colour and a look-alike kind is in view")
 
 
 class ResourceDescriptor(BaseModel):

@@ -259,6 +259,63 @@ def test_visible_share_and_contrast_are_measured_on_rendered_scenes(built):
 # -- 3. near ties in the image ---------------------------------------------------------------------
 
 
+def test_a_name_a_look_alike_in_view_could_answer_to_is_not_asked(wide):
+    """"Which label marks the green domino?" with a green jenga block marked beside it (1970b76b):
+    two plain green bars, told apart only by their proportions. The source lists kinds a person
+    cannot tell apart, and no item names an object where one of its colour and a look-alike kind
+    is in view, whether it is asked about as present, absent or marked."""
+    from forge_skills.synthesize.admission import kind_lookalike_problem
+    planted = 0
+    for tid in ("grounding_choice", "visibility_yesno"):
+        tpl = _template(tid)
+        for ev in _evidence(wide["store"])[:15]:
+            assert ["domino", "jenga block"] in ev.referent_rules["look_alike"]
+            for view, slots in _admitted(ev, tid, limit=2):
+                named = slots["target"] if "target" in slots else slots["object"]
+                other = next((o.name for o in ev.objects if o.name != named
+                              and FactTable(ev).fact(o.name, view).visible_pixels > 0), None)
+                if other is None:
+                    continue
+                colour = FactTable(ev).object(named).color
+                alone = [o.model_copy(update={"category": "domino"}) if o.name == named else o for o in ev.objects]
+                if kind_lookalike_problem(FactTable(ev.model_copy(update={"objects": alone})), tpl, view, slots):
+                    continue  # a real look-alike already in view
+                objects = [o.model_copy(update={"category": "jenga block", "color": colour}) if o.name == other else o
+                           for o in alone]
+                bad = FactTable(ev.model_copy(update={"objects": objects}))
+                why = admission_problem(bad, tpl, view, slots)
+                assert why is not None and "look-alikes" in why, (tid, slots, why)
+                # The same pair in other colours is told apart by colour.
+                apart = [o.model_copy(update={"color": "purple" if colour != "purple" else "orange"})
+                         if o.name == other else o for o in objects]
+                assert kind_lookalike_problem(FactTable(ev.model_copy(update={"objects": apart})), tpl, view,
+                                              slots) is None
+                planted += 1
+    assert planted >= 10, planted
+
+
+def test_reach_is_asked_only_of_objects_clearly_inside_or_outside_it(wide):
+    """A block 73-80 cm from the arm's base against a stated reach of about 80 cm, keyed yes with
+    an 8 cm margin (58852e5d, 47295f94): reviewers reading the table's scale could not tell. An
+    object asked about stands at least 12 cm inside or outside the reach."""
+    tpl = _template("reach_yesno")
+    assert tpl["admission"]["min_margin"] >= 0.12
+    checked = 0
+    for ev in _evidence(wide["store"]):
+        ft = FactTable(ev)
+        for view in ft.views:
+            for cand in rule_for(tpl).candidates(ft, view, tpl):
+                answer, why = rule_for(tpl).derive(ft, view, cand.slots, tpl)
+                assert answer is not None and abs(why["distance_m"] - why["reach_m"]) >= 0.12
+                checked += 1
+            near = {**tpl, "admission": {**tpl["admission"], "min_margin": 0.0}}
+            for cand in rule_for(near).candidates(ft, view, near):
+                d = abs(cand.values["distance_m"] - cand.values["reach_m"])
+                if d < 0.12:
+                    assert rule_for(tpl).derive(ft, view, cand.slots, tpl)[0] is None
+    assert checked
+
+
 def test_a_depth_comparison_needs_a_gap_a_person_sees(built):
     tpl = _template("closest_choice")
     tight = dict(tpl, admission={**tpl["admission"], "min_depth_cue": 0.0})

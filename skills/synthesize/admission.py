@@ -179,6 +179,31 @@ def lookalike_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slot
     return None
 
 
+def kind_lookalike_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slots: dict[str, Any]
+                           ) -> str | None:
+    """A shown view holding another object of a named one's colour whose kind the source lists as
+    looking like the named one's (a green jenga block beside "the green domino"): the name does
+    not pick out one thing a person can see, and an absence would be keyed against what the
+    reader takes for the object."""
+    groups = [set(g) for g in (ft.evidence.referent_rules or {}).get("look_alike", [])]
+    if not groups:
+        return None
+    shown = shown_views(ft, tpl, view, slots)
+    for slot in named_slots(tpl):
+        for name in slot_names(slots.get(slot)):
+            obj = ft.object(name)
+            kin = set().union(*(g for g in groups if obj.category in g)) - {obj.category}
+            if not kin or not obj.color:
+                continue
+            for v in shown:
+                for other in ft.objects:
+                    o = ft.object(other)
+                    if other != name and o.category in kin and o.color == obj.color and ft.fact(other, v).visible_pixels:
+                        return f"in view {v} the {other} looks like the {name} (the source lists a {o.category} " \
+                               f"and a {obj.category} as look-alikes)"
+    return None
+
+
 def completeness_problem(ft: FactTable, tpl: dict[str, Any]) -> str | None:
     if rule_for(tpl).complete_labels and not ft.evidence.labels_complete:
         return "the source's labels are not exhaustive, so a count or an absence cannot be shown from them"
@@ -266,7 +291,7 @@ def admission_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slot
     """Why these slots may not make an item of this template, or None."""
     return (completeness_problem(ft, tpl) or naming_problem(ft, tpl, view, slots)
             or visibility_problem(ft, tpl, view, slots) or lookalike_problem(ft, tpl, view, slots)
-            or marker_problem(ft, tpl, view, slots) or convention_problem(ft, tpl, view, slots))
+            or kind_lookalike_problem(ft, tpl, view, slots) or marker_problem(ft, tpl, view, slots) or convention_problem(ft, tpl, view, slots))
 
 
 def question_kinds(ft: FactTable, tpl: dict[str, Any], slots: dict[str, Any]) -> list[str]:

@@ -92,7 +92,7 @@ def by_image_ratio(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any)
 def by_reach(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
     if "distance_m" not in why:
         return "medium"
-    return banded(abs(why["distance_m"] - why["reach_m"]), 0.3, 0.15)
+    return banded(abs(why["distance_m"] - why["reach_m"]), 0.3, 0.18)
 
 
 def by_view_ratio(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
