@@ -125,25 +125,27 @@ def _select(cands: list[Candidate], k: int, rng, admit, place=lambda c: None,
             band: Callable[[Candidate], str] | None = None,
             turn: Callable[[Candidate], str] = lambda c: c.answer) -> list[Candidate]:
     """Up to ``k`` admitted candidates, answers (by their class, ``turn``) taking turns (the
-    balance gate evens them out over the template). One candidate per unordered object set: (a, b) and (b, a) are the same
-    question. Admission is asked only of the candidates the turns reach (it reads pixels and
-    visibility rules; most candidates are never needed). Where the options are marked objects,
-    answers take turns by where their marker lies too (``place``): otherwise the nearer of two
-    objects is mostly the lower marker, and the markers alone would answer. Within an answer,
-    difficulty bands take turns, the hardest first (``band``): a view holds a few demanding
-    questions among many one-glance ones, and drawing at random would leave the mix little to
-    choose from."""
+    balance gate evens them out over the template). One candidate per unordered object set: (a,
+    b) and (b, a) are the same question. Admission is asked only of the candidates the turns
+    reach (it reads pixels and visibility rules; most candidates are never needed). Where the
+    options are marked objects, answers take turns by where their marker lies too (``place``):
+    otherwise the nearer of two objects is mostly the lower marker, and the markers alone would
+    answer. Within an answer, among the first few the difficulty bands take turns, the hardest
+    first (``band``): a view holds a few demanding questions among many one-glance ones, and
+    drawing at random would leave the mix little to choose from."""
     unique: dict[tuple, Candidate] = {}
     order = rng.permutation(len(cands)) if cands else []
     for i in order:
         c = cands[int(i)]
-        key = tuple(sorted(map(str, slot_objects(c.slots))))
-        unique.setdefault(key, c)
+        unique.setdefault(_objects_key(c), c)
     groups: dict[str, list[Candidate]] = {}
     for c in unique.values():
         groups.setdefault(f"{turn(c)}|{place(c)}", []).append(c)
     if band is not None:
-        groups = {a: _bands_take_turns(g, band) for a, g in groups.items()}
+        # Rated within a window: rating every candidate derives each again, and a view's
+        # grounding sets number in the thousands.
+        window = max(8, BAND_WINDOW * k)
+        groups = {a: _bands_take_turns(g[:window], band) + g[window:] for a, g in groups.items()}
     answers = sorted(groups)
     answers = [answers[int(i)] for i in rng.permutation(len(answers))]
     picked: list[Candidate] = []
@@ -154,6 +156,13 @@ def _select(cands: list[Candidate], k: int, rng, admit, place=lambda c: None,
                 picked.append(groups[a][depth])
         depth += 1
     return picked
+
+
+BAND_WINDOW = 4  # candidates per answer rated for their band, per item a view may give
+
+
+def _objects_key(c: Candidate) -> tuple:
+    return tuple(sorted(map(str, slot_objects(c.slots))))
 
 
 def _bands_take_turns(cands: list[Candidate], band: Callable[[Candidate], str]) -> list[Candidate]:
