@@ -195,12 +195,13 @@ def kind_lookalike_problem(ft: FactTable, tpl: dict[str, Any], view: int | None,
             kin = set().union(*(g for g in groups if obj.category in g)) - {obj.category}
             if not kin or not obj.color:
                 continue
+            alike = [o for o in ft.objects
+                     if o != name and ft.category(o) in kin and ft.object(o).color == obj.color]
             for v in shown:
-                for other in ft.objects:
-                    o = ft.object(other)
-                    if other != name and o.category in kin and o.color == obj.color and ft.fact(other, v).visible_pixels:
-                        return f"in view {v} the {other} looks like the {name} (the source lists a {o.category} " \
-                               f"and a {obj.category} as look-alikes)"
+                for other in alike:
+                    if ft.fact(other, v).visible_pixels:
+                        return f"in view {v} the {other} looks like the {name} (the source lists a " \
+                               f"{ft.category(other)} and a {obj.category} as look-alikes)"
     return None
 
 
@@ -291,7 +292,8 @@ def admission_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slot
     """Why these slots may not make an item of this template, or None."""
     return (completeness_problem(ft, tpl) or naming_problem(ft, tpl, view, slots)
             or visibility_problem(ft, tpl, view, slots) or lookalike_problem(ft, tpl, view, slots)
-            or kind_lookalike_problem(ft, tpl, view, slots) or marker_problem(ft, tpl, view, slots) or convention_problem(ft, tpl, view, slots))
+            or kind_lookalike_problem(ft, tpl, view, slots) or marker_problem(ft, tpl, view, slots)
+            or convention_problem(ft, tpl, view, slots))
 
 
 def question_kinds(ft: FactTable, tpl: dict[str, Any], slots: dict[str, Any]) -> list[str]:

@@ -201,7 +201,8 @@ def image_margin(ft: FactTable, view: int, field: str, low: str, high: str, tpl:
         gap = float(min(b[axis] - a[axis], b[axis + 2] - a[axis + 2]))
         need = _adm(tpl, "min_edge_gap", MIN_EDGE_GAP)
         if gap < need:
-            return gap, f"by their edges the {low} and the {high} are not clearly apart ({gap:.0f} px, needs {need:.0f})"
+            return gap, (f"by their edges the {low} and the {high} are not clearly apart "
+                         f"({gap:.0f} px, needs {need:.0f})")
         return gap, None
     return None, None
 

@@ -136,9 +136,9 @@ def by_contrast(derive: Callable[..., tuple[Any, dict[str, Any]]]) -> Rater:
     """A check of one named object that asks for every object in view to be looked at (is it in
     view: saying no means ruling each one out), rated by the objects in view that share its kind
     or its colour but not its answer: none easy, one attribute shared medium, both hard.
-    ``derive`` is the rule's own derivation. (Where the question is read off the object once
-    found, as whether it rests in a tray, look-alikes do not make it harder: reviewers found
-    those one-glance checks whatever else was in view.)"""
+    ``derive`` is the rule's own derivation. (Where the answer is read off the object once it is
+    found, as whether it rests in a tray, look-alikes in view do not make it harder, and those
+    rules keep their own rating.)"""
     def rate(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
         obj = why.get("object")
         if obj is None or view is None:
@@ -156,7 +156,7 @@ def by_absent_lookalikes(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view
     shown = why.get("visible_pixels")
     if not shown or view is None:
         return "medium"
-    seen = [o for o in ft.visible(view, int(tpl["admission"].get("min_visible_pixels", 1)))]
+    seen = ft.visible(view, int(tpl["admission"].get("min_visible_pixels", 1)))
     alike = sum(1 for o, px in shown.items() if px == 0 and confusers(ft, o, [n for n in seen if n != o]))
     return BANDS[min(2, alike)]
 
