@@ -496,6 +496,57 @@ def test_which_is_further_left_is_hardest_between_objects_one_above_the_other(wi
     assert by_field(why, _template("leftmost_choice"), FactTable(three), view) == "easy"
 
 
+def test_a_count_beside_is_as_hard_as_its_closest_call(wide):
+    """"How many objects are left of the X": every object must be put on its side of X, so the
+    count is as demanding as the object nearest X's column (7aefd42a, two objects 45 px clear of
+    the anchor, was judged a glance; one 12 px from it, or far below it, is not)."""
+    ev = _evidence(wide["store"])[0]
+    ft = FactTable(ev)
+    view = ft.views[0]
+    anchor, a, b = ft.visible(view, 1)[:3]
+    tpl = _template("count_left_numeric")
+    rule = rule_for(tpl)
+
+    def band(xa: float, ya: float, xb: float = 260.0) -> str:
+        placed = _with_fact(ev, anchor, view, center_2d=[150.0, 120.0])
+        placed = _with_fact(_with_fact(placed, a, view, center_2d=[xa, ya]), b, view, center_2d=[xb, 120.0])
+        why = {"count": 1, "anchor": anchor, "offsets_px": {a: xa - 150.0, b: xb - 150.0}}
+        return rule.difficulty_of(why, tpl, FactTable(placed), view)
+    assert band(100.0, 120.0) == "easy"  # 50 px clear, side by side
+    assert band(130.0, 120.0) == "medium"  # 20 px of 320
+    assert band(138.0, 120.0) == "hard"  # 12 px
+    assert band(100.0, 10.0) == "medium"  # 50 px sideways, 110 px down the picture
+    assert band(125.0, 10.0) == "hard"  # 25 px sideways, 110 px down
+    assert band(100.0, 120.0, xb=155.0) == "hard"  # the uncounted side's closest call counts too
+    many = {"count": 6, "anchor": anchor, "offsets_px": {a: -50.0, b: 110.0}}
+    assert rule.difficulty_of(many, tpl, FactTable(_with_fact(ev, anchor, view, center_2d=[150.0, 120.0])), view) == "hard"
+    # Rooms and grounds ask it too, so their counting has more than glance-sized counts.
+    assert rule_for(_template("scene_count_left_numeric")).name == "count_beside"
+    assert _template("scene_count_right_numeric")["answer_rule"]["side"] == "right"
+
+
+def test_whether_an_object_is_in_a_tray_is_asked_only_with_a_tray_in_view(built):
+    """7210c00a asked whether a jenga block on a side table was in the tray with no tray in sight:
+    "no" is read off the picture without finding the block. The tray must be in view: the same
+    question asked of a view whose trays are taken out of the picture is refused."""
+    tpl = _template("in_tray_yesno")
+    for ev in _evidence(built["store"]):
+        ft = FactTable(ev)
+        for view in ft.views:
+            asked = [c for c in rule_for(tpl).candidates(ft, view, tpl)
+                     if c.answer == "no" and admission_problem(ft, tpl, view, c.slots) is None]
+            if not asked:
+                continue
+            shown = ft.view(view).body_pixels
+            assert max(px for n, px in shown.items() if n.startswith("tray")) >= 600
+            trayless = {n: (0 if n.startswith("tray") else px) for n, px in shown.items()}
+            views = [v.model_copy(update={"body_pixels": trayless}) if v.index == view else v for v in ev.views]
+            problem = admission_problem(FactTable(ev.model_copy(update={"views": views})), tpl, view, asked[0].slots)
+            assert problem is not None and "the tray shows 0 px" in problem
+            return
+    pytest.fail("no view of the built store is asked whether an object is in a tray")
+
+
 def test_a_view_offers_its_demanding_questions_first():
     """A view holds a few demanding questions among many one-glance ones: each answer's candidates
     take turns by band, the hardest first, so the bindings drawn hold the bands the mix asks for."""

@@ -235,3 +235,49 @@ def test_an_object_on_a_tray_rim_is_not_in_the_tray():
         support = {o.name: o.support for o in sim.read_state(spec)}
     assert support["red cube"] == "tray 1"
     assert support["blue mug"] == "unclear", support
+
+
+def _room_evidence(built: dict[str, Any]):
+    from forge.artifact_types import EvidenceRecord
+    with Store(built["store"], read_only=True) as s:
+        rows = s.execute("SELECT content FROM artifacts WHERE type = 'EvidenceRecord' AND status = 'verified' "
+                         "ORDER BY id").fetchall()
+    return [EvidenceRecord.model_validate_json(c) for (c,) in rows]
+
+
+def test_whether_an_object_came_into_view_is_as_hard_as_its_sightings(room):
+    """Seen along the path: a "yes" for an object that fills a frame is a glance (5561e337), a
+    "no" is as hard as the objects shown that share its kind or colour; the frame an object first
+    appears in is a glance when it comes in large (10828717) and a search when it enters small."""
+    from forge_skills.synthesize.answer_rules import FactTable, rule_for
+    from forge_skills.synthesize.templates import builtin_root, read_template
+    tpl = read_template(next(builtin_root().glob("*/seen_along_yesno.yaml"))).model_dump()
+    first = read_template(next(builtin_root().glob("*/first_frame_temporal.yaml"))).model_dump()
+    rule, first_rule = rule_for(tpl), rule_for(first)
+    checked = set()
+    for ev in _room_evidence(room):
+        ft = FactTable(ev)
+        for cand in rule.candidates(ft, None, tpl):
+            answer, why = rule.derive(ft, None, cand.slots, tpl)
+            obj = cand.slots["object"]
+            if answer == "yes" and max(why["visible_pixels"].values()) >= 320:
+                assert rule.difficulty_of(why, tpl, ft, None) == "easy"
+                checked.add("large yes")
+            elif answer == "no":
+                shown = [o for o in ft.objects if o != obj and max(ft.fact(o, v).visible_pixels for v in ft.frames()) >= 80]
+                if not shown:
+                    continue
+                # The absent object given the kind and colour of one that is shown: both must be read.
+                twin = ft.object(shown[0])
+                objects = [o.model_copy(update={"category": twin.category, "color": twin.color}) if o.name == obj else o
+                           for o in ev.objects]
+                assert rule.difficulty_of(why, tpl, FactTable(ev.model_copy(update={"objects": objects})), None) == "hard"
+                checked.add("look-alike no")
+        for cand in first_rule.candidates(ft, None, first):
+            _, why = first_rule.derive(ft, None, cand.slots, first)
+            band = first_rule.difficulty_of(why, first, ft, None)
+            assert band == ("easy" if why["first_pixels"] >= 640 else "hard" if why["first_pixels"] < 240 else "medium")
+            checked.add(band)
+        if {"large yes", "look-alike no", "easy"} <= checked and len(checked) >= 4:
+            return
+    pytest.fail(f"the room build offers too few sightings to check: {sorted(checked)}")

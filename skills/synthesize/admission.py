@@ -114,13 +114,21 @@ def _seen(ft: FactTable, obj: str, v: int, rule: dict[str, Any]) -> str | None:
     return ft.makes_out(obj, v)
 
 
+def _body_pixels(shown: dict[str, int], body: str) -> int:
+    """Pixels of the static body named ``body``, or of the most visible of its numbered kind
+    ("tray" for "tray 1" and "tray 2")."""
+    if body in shown:
+        return shown[body]
+    return max((px for name, px in shown.items() if name.rsplit(" ", 1)[0] == body), default=0)
+
+
 def visibility_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slots: dict[str, Any]) -> str | None:
     for key, rule in (tpl.get("visibility") or {}).items():
         if key == "embodiment" or "body" in rule:
             # a static body the question names or needs: the arm for reach, the table objects stand on
             v = view if view is not None else (shown_views(ft, tpl, view, slots) or [None])[0]
             body = rule.get("body", "arm")
-            px = ft.view(v).body_pixels.get(body, 0) if v is not None else 0
+            px = _body_pixels(ft.view(v).body_pixels, body) if v is not None else 0
             if px < int(rule.get("min_pixels", 1)):
                 why = "reach cannot be judged" if key == "embodiment" else "the question names it"
                 return f"the {body} shows {px} px in the view (needs {rule.get('min_pixels', 1)}): {why}"

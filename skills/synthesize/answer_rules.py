@@ -18,8 +18,8 @@ import numpy as np
 from forge.artifact_types import EvidenceRecord, ObjectViewFact
 from forge_skills.synthesize.camera import camera_of, project
 from forge_skills.synthesize.conventions import of_field
-from forge_skills.synthesize.difficulty import (by_absent_lookalikes, by_contrast, by_count, by_field, by_grounding,
-                                                by_image_ratio, by_reach, by_turn, by_view_ratio, confusers, constant)
+from forge_skills.synthesize.difficulty import (by_absent_lookalikes, by_contrast, by_count, by_count_beside, by_field,
+                                                by_grounding, by_image_ratio, by_reach, by_turn, by_view_ratio, confusers, constant)
 
 FIELDS = ("center_x", "center_y", "median_depth", "visible_pixels")
 
@@ -469,7 +469,7 @@ def _count_beside_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: d
     if margin < _adm(tpl, "min_margin", 0.0):
         return None, {"reason": f"an object is within {margin:.0f} px of the anchor's column"}
     n = sum(1 for d in others.values() if (d < 0 if side == "left" else d > 0))
-    return str(n), {"count": n, "side": side, "offsets_px": others, "margin": margin}
+    return str(n), {"count": n, "side": side, "anchor": anchor, "offsets_px": others, "margin": margin}
 
 
 def _count_beside_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
@@ -798,7 +798,7 @@ RULES: dict[str, Rule] = {
              conventions=("counted",), difficulty=by_count),
         Rule("count_beside", _count_beside_candidates, _count_beside_derive, ("anchor",), ("numeric",),
              lambda t: f"count_beside:{t['answer_rule'].get('side', 'left')}", complete_labels=True,
-             conventions=("counted", "image_sides"), difficulty=by_count),
+             conventions=("counted", "image_sides"), difficulty=by_count_beside),
         Rule("order", _order_candidates, _order_derive, ("objects",), ("ordered_list",), _field, whole_order=True,
              conventions=of_field, difficulty=by_field),
         Rule("visible_set", _visible_set_candidates, _visible_set_derive, ("objects",), ("multiple_choice",),

@@ -65,13 +65,7 @@ def by_position(why: dict[str, Any], field: str, ft: Any, view: Any) -> str:
         ca, cb = ft.fact(a, view).center_2d, ft.fact(b, view).center_2d
         along = abs(float(values[a]) - float(values[b]))
         across = abs(float(ca[1 - axis]) - float(cb[1 - axis])) if ca is not None and cb is not None else 0.0
-        if along / side < 0.045 or along < 0.25 * across:
-            band = 2
-        elif along / side < 0.07 or along < 0.5 * across:
-            band = 1
-        else:
-            band = 0
-        worst = max(worst, band)
+        worst = max(worst, _call(along, across, side))
     return BANDS[worst]
 
 
@@ -82,6 +76,34 @@ def by_count(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> st
     if n is None:
         return "medium"
     return "easy" if n <= 4 else "hard" if n >= 6 else "medium"
+
+
+def by_count_beside(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
+    """How many objects lie on one side of a named one: every object in view must be put on its
+    side, so the count is as demanding as its closest call (the object nearest the anchor's column,
+    rated as a left/right comparison is), and a count above four is demanding whatever the gaps."""
+    offsets = why.get("offsets_px")
+    anchor = why.get("anchor")
+    if not offsets or anchor is None or view is None:
+        return by_count(why, tpl, ft, view)
+    side = ft.view(view).width
+    ca = ft.fact(anchor, view).center_2d
+    worst = BANDS.index(by_count(why, tpl, ft, view))
+    for o, d in offsets.items():
+        co = ft.fact(o, view).center_2d
+        across = abs(float(ca[1]) - float(co[1])) if ca is not None and co is not None else 0.0
+        worst = max(worst, _call(abs(float(d)), across, side))
+    return BANDS[worst]
+
+
+def _call(along: float, across: float, side: float) -> int:
+    """0, 1 or 2 (easy, medium, hard) for telling two objects apart along one image axis: the gap
+    along it against the picture's side, and against the distance across it."""
+    if along / side < 0.045 or along < 0.25 * across:
+        return 2
+    if along / side < 0.07 or along < 0.5 * across:
+        return 1
+    return 0
 
 
 def by_image_ratio(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:

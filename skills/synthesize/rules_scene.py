@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from forge_skills.synthesize.difficulty import banded, by_count, by_turn, constant
+from forge_skills.synthesize.difficulty import BANDS, banded, by_count, by_turn, confusers, constant
 from forge_skills.synthesize.answer_rules import (Candidate, Derivation, FactTable, Rule, _adm, _center_of, per_object,
                                                   register, rule_for)
 
@@ -86,7 +86,8 @@ def _first_frame_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: di
         return None, {"reason": "never clearly seen, or first seen only partly"}
     if not start <= rank <= end:
         return None, {"reason": "does not come into view inside the window"}
-    return frame_label(rank - start), {"first_frame": frame_label(rank), "window": [start, end]}
+    first_px = ft.fact(slots["object"], ft.frames()[rank]).visible_pixels
+    return frame_label(rank - start), {"first_frame": frame_label(rank), "window": [start, end], "first_pixels": first_px}
 
 
 def _first_frame_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
@@ -136,10 +137,38 @@ def _appearance_order_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) 
 def _seen_along_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     px = {frame_label(r): ft.fact(slots["object"], v).visible_pixels for r, v in enumerate(ft.frames())}
     if max(px.values()) >= _adm(tpl, "min_visible_pixels", 1):
-        return "yes", {"visible_pixels": px}
+        return "yes", {"visible_pixels": px, "object": slots["object"]}
     if max(px.values()) == 0:
-        return "no", {"visible_pixels": px}
+        return "no", {"visible_pixels": px, "object": slots["object"]}
     return None, {"reason": "only ever partly visible"}
+
+
+def _sighting_difficulty(ft: FactTable, obj: str, pixels: int, views: list[int], tpl: dict[str, Any]) -> str:
+    """Whether an object is seen in some pictures: a "yes" is found at a glance when the object
+    stands out large (four times what it takes to make it out), and asks a search when it is
+    small; a "no" means ruling out every object shown, as hard as the ones that share its kind
+    or its colour (none easy, one attribute shared medium, both hard)."""
+    min_vis = _adm(tpl, "min_visible_pixels", 1)
+    if pixels > 0:
+        return "easy" if pixels >= 4 * min_vis else "medium"
+    shown = [o for o in ft.objects if o != obj and any(ft.fact(o, v).visible_pixels >= min_vis for v in views)]
+    return BANDS[min(2, len(confusers(ft, obj, shown)))]
+
+
+def _seen_along_difficulty(why: dict[str, Any], tpl: dict[str, Any], ft: FactTable, view: Any) -> str:
+    if "object" not in why:
+        return "medium"
+    return _sighting_difficulty(ft, why["object"], max(why["visible_pixels"].values()), ft.frames(), tpl)
+
+
+def _first_frame_difficulty(why: dict[str, Any], tpl: dict[str, Any], ft: FactTable, view: Any) -> str:
+    """The frame an object first appears in: at a glance when it comes in large (eight times what
+    it takes to make it out), a careful look when it first shows as a small or cut-off patch
+    (under three times), which the earlier frames must be searched for."""
+    px = why.get("first_pixels")
+    if px is None:
+        return "medium"
+    return banded(px / _adm(tpl, "min_visible_pixels", 1), 8.0, 3.0)
 
 
 
@@ -360,10 +389,16 @@ def _marked_seen_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: di
         return None, {"reason": "not clearly visible in the overview"}
     px = ft.fact(obj, frame).visible_pixels
     if px >= min_vis:
-        return "yes", {"visible_pixels": px}
+        return "yes", {"visible_pixels": px, "object": obj, "frame": frame}
     if px == 0:
-        return "no", {"visible_pixels": px}
+        return "no", {"visible_pixels": px, "object": obj, "frame": frame}
     return None, {"reason": "only partly visible in the forward view"}
+
+
+def _marked_seen_difficulty(why: dict[str, Any], tpl: dict[str, Any], ft: FactTable, view: Any) -> str:
+    if "object" not in why:
+        return "medium"
+    return _sighting_difficulty(ft, why["object"], why["visible_pixels"], [why["frame"]], tpl)
 
 
 def _marked_seen_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
@@ -372,7 +407,7 @@ def _marked_seen_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> li
         for obj in ft.objects:
             answer, d = _marked_seen_derive(ft, None, {"object": obj, "frame": frame}, tpl)
             if answer is not None:
-                out.append(Candidate({"object": obj, "frame": frame}, answer, 1.0, d))
+                out.append(Candidate({"object": obj, "frame": frame}, answer, 1.0, {"visible_pixels": d["visible_pixels"]}))
     return out
 
 
@@ -388,11 +423,11 @@ def _first_frames(tpl: dict[str, Any]) -> str:
 for _rule in (
     Rule("first_seen", _first_seen_candidates, _first_seen_derive, ("objects",), ("single_choice",), _first_frames),
     Rule("first_frame", _first_frame_candidates, _first_frame_derive, ("object", "window"), ("temporal_choice",),
-         _first_frames),
+         _first_frames, difficulty=_first_frame_difficulty),
     Rule("appearance_order", _appearance_order_candidates, _appearance_order_derive, ("objects",), ("ordered_list",),
          _first_frames, whole_order=True),
     Rule("seen_along", per_object(_seen_along_derive, values=lambda d: d["visible_pixels"]),
-         _seen_along_derive, ("object",), ("yes_no",), _first_frames),
+         _seen_along_derive, ("object",), ("yes_no",), _first_frames, difficulty=_seen_along_difficulty),
     Rule("frame_match", _frame_match_candidates, _frame_match_derive, ("objects",), ("matching",), _first_frames,
          whole_order=True),
     Rule("turn", _turn_candidates, _turn_derive, (), ("single_choice",), difficulty=by_turn("turn_degrees", 60, 30)),
@@ -406,6 +441,7 @@ for _rule in (
          ("numeric", "interval_choice"), complete_labels=True, difficulty=by_count),
     Rule("select", _select_candidates, _select_derive, ("objects",), ("multiple_choice",),
          lambda t: t["answer_rule"]["of"], whole_order=True, difficulty=_select_difficulty, scene_fact=True),
-    Rule("marked_seen", _marked_seen_candidates, _marked_seen_derive, ("object", "frame"), ("yes_no",)),
+    Rule("marked_seen", _marked_seen_candidates, _marked_seen_derive, ("object", "frame"), ("yes_no",),
+         difficulty=_marked_seen_difficulty),
 ):
     register(_rule)
