@@ -547,6 +547,34 @@ def test_whether_an_object_is_in_a_tray_is_asked_only_with_a_tray_in_view(built)
     pytest.fail("no view of the built store is asked whether an object is in a tray")
 
 
+def test_a_nearest_that_is_also_clearly_lowest_is_a_glance(wide):
+    """0dda26f0: "which marked object is nearer", the nearer one far lower in the picture; its
+    height answers at a glance, and the markers' positions alone answered a vehicle template's
+    items (72.7% against 50%). Such items are easy; a nearer one that stands higher (on a table,
+    say) is rated by its depth margin."""
+    ev = _evidence(wide["store"])[0]
+    ft = FactTable(ev)
+    view = ft.views[0]
+    a, b = ft.visible(view, 1)[:2]
+    tpl = _template("closest_choice")
+
+    def band(ya: float, yb: float) -> str:
+        placed = _with_fact(_with_fact(ev, a, view, center_2d=[100.0, ya]), b, view, center_2d=[200.0, yb])
+        why = {"values": {a: 1.0, b: 1.1}, "pick": "min", "image_margin": 0.1}
+        return by_field(why, tpl, FactTable(placed), view)
+    assert band(200.0, 120.0) == "easy"  # the nearer 80 px lower
+    assert band(120.0, 200.0) == "medium"  # the nearer higher: the depth margin rates it
+    assert band(125.0, 120.0) == "medium"  # 5 px is no cue
+    # "Is A nearer than B?" the same; an order of three is left to its depth margins.
+    pair = _with_fact(_with_fact(ev, a, view, center_2d=[100.0, 200.0]), b, view, center_2d=[200.0, 120.0])
+    assert by_field({"values": {a: 1.0, b: 1.1}, "image_margin": 0.1}, _template("closer_yesno"),
+                    FactTable(pair), view) == "easy"
+    c = ft.visible(view, 1)[2]
+    three = _with_fact(pair, c, view, center_2d=[300.0, 60.0])
+    assert by_field({"values": {a: 1.0, b: 1.1, c: 1.2}, "image_margin": 0.1}, _template("depth_order_list"),
+                    FactTable(three), view) == "medium"
+
+
 def test_a_view_offers_its_demanding_questions_first():
     """A view holds a few demanding questions among many one-glance ones: each answer's candidates
     take turns by band, the hardest first, so the bindings drawn hold the bands the mix asks for."""

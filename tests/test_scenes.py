@@ -281,3 +281,49 @@ def test_whether_an_object_came_into_view_is_as_hard_as_its_sightings(room):
         if {"large yes", "look-alike no", "easy"} <= checked and len(checked) >= 4:
             return
     pytest.fail(f"the room build offers too few sightings to check: {sorted(checked)}")
+
+
+def test_an_object_first_appears_only_after_frames_that_show_none_of_it(room):
+    """2b1154d7 keyed Frame 3 for a red lego brick that Frame 1 showed as a red speck a reader
+    made out: every frame before the first must show none of the object, not a few pixels."""
+    from forge_skills.synthesize.answer_rules import FactTable, rule_for
+    from forge_skills.synthesize.templates import builtin_root, read_template
+    tpl = read_template(next(builtin_root().glob("*/first_frame_temporal.yaml"))).model_dump()
+    rule = rule_for(tpl)
+    for ev in _room_evidence(room):
+        ft = FactTable(ev)
+        for cand in rule.candidates(ft, None, tpl):
+            obj, start = cand.slots["object"], cand.slots["window"][0]
+            earlier = ft.frames()[start - 1] if start > 0 else None
+            if earlier is None:
+                continue
+            assert ft.fact(obj, earlier).visible_pixels == 0
+            speck = [f.model_copy(update={"visible_pixels": 12}) if (f.object, f.view) == (obj, earlier) else f
+                     for f in ev.facts]
+            answer, why = rule.derive(FactTable(ev.model_copy(update={"facts": speck})), None, cand.slots, tpl)
+            assert answer is None, why
+            return
+    pytest.fail("the room build offers no first appearance after an earlier frame")
+
+
+def test_what_an_object_rests_on_is_asked_only_beside_another_holder(room):
+    """793f276e asked whether a mug rested on the floor, a table or a tray with no table or tray in
+    view: the floor is read off the picture without looking at the mug. A table or tray besides
+    the object's own support must be in view; taken out of the picture, the question is refused."""
+    from forge_skills.synthesize.answer_rules import FactTable, rule_for
+    from forge_skills.synthesize.templates import builtin_root, read_template
+    tpl = read_template(next(builtin_root().glob("*/support_choice.yaml"))).model_dump()
+    rule = rule_for(tpl)
+    for ev in _room_evidence(room):
+        ft = FactTable(ev)
+        for view in ft.views:
+            for cand in rule.candidates(ft, view, tpl):
+                own = ft.object(cand.slots["object"]).attributes.get("support_body")
+                shown = ft.view(view).body_pixels
+                assert any(n != own and n.rsplit(" ", 1)[0] in ("table", "tray") and px >= 600 for n, px in shown.items())
+                bare = {n: (px if n == own or n.rsplit(" ", 1)[0] not in ("table", "tray") else 0) for n, px in shown.items()}
+                views = [v.model_copy(update={"body_pixels": bare}) if v.index == view else v for v in ev.views]
+                answer, why = rule.derive(FactTable(ev.model_copy(update={"views": views})), view, cand.slots, tpl)
+                assert answer is None and "nothing to tell it from" in why["reason"]
+                return
+    pytest.fail("the room build asks no support question")

@@ -18,6 +18,7 @@ from typing import Any, Callable
 BANDS = ("easy", "medium", "hard")
 DEFAULT_SHARES = {"easy": 0.2, "medium": 0.4, "hard": 0.4}
 SHARE_TOLERANCE = 0.05  # a band's share may miss its target by this much and count as met
+GLANCE_HEIGHT = 0.06  # of the picture's height: a nearer object this much lower is seen nearer at a glance
 
 Rater = Callable[[dict[str, Any], dict[str, Any], Any, Any], str]
 
@@ -39,10 +40,30 @@ def by_field(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> st
     if field == "visible_pixels":
         return banded(seen, 1.8, 1.4)
     if field == "median_depth":
+        if view is not None and _lowest_is_nearest(why, ft, view):
+            return "easy"
         return banded(seen, 0.15, 0.06)
     if field in ("center_x", "center_y") and view is not None and why.get("values"):
         return by_position(why, field, ft, view)
     return "medium"
+
+
+def _lowest_is_nearest(why: dict[str, Any], ft: Any, view: Any) -> bool:
+    """Whether the nearest of the options (the farthest, for "which is farthest"; the nearer of a
+    pair) also stands clearly lowest (highest) in the picture: on a floor or a table that height
+    alone answers at a glance, and so would the markers' positions with no look at the objects.
+    Orders of three or more are left to their depth margins: reading heights in turn is a task."""
+    values = why.get("values") or {}
+    pick = why.get("pick") or ("min" if len(values) == 2 else None)
+    if pick is None or len(values) < 2:
+        return False
+    ranked = sorted(values, key=lambda n: values[n], reverse=pick == "max")
+    centres = {n: ft.fact(n, view).center_2d for n in values}
+    if any(c is None for c in centres.values()):
+        return False
+    sign = 1.0 if pick == "min" else -1.0
+    gap = min(sign * (float(centres[ranked[0]][1]) - float(centres[n][1])) for n in ranked[1:])
+    return gap >= GLANCE_HEIGHT * ft.view(view).height
 
 
 def by_position(why: dict[str, Any], field: str, ft: Any, view: Any) -> str:

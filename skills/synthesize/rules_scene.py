@@ -35,7 +35,9 @@ def singular(word: str) -> str:
 def _first_rank(ft: FactTable, obj: str, tpl: dict[str, Any]) -> int | None:
     """Time rank of the first frame that clearly shows ``obj``; None when unclear or never."""
     min_vis = _adm(tpl, "min_visible_pixels", 1)
-    absent = _adm(tpl, "max_absent_pixels", 0)  # a speck this small cannot be made out
+    # Pixels an earlier frame may show and still count as not showing it: 0 in the built-in
+    # templates, as readers make out a 5 by 3 px speck of the right colour and take it for the object.
+    absent = _adm(tpl, "max_absent_pixels", 0)
     for rank, view in enumerate(ft.frames()):
         px = ft.fact(obj, view).visible_pixels
         if px >= min_vis:
@@ -277,7 +279,19 @@ def _support_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
     body = obj.attributes.get("support_body")
     if obj.support != "floor" and ft.view(view).body_pixels.get(body, 0) < _adm(tpl, "min_support_pixels", 1):
         return None, {"reason": "the supporting body is not clearly visible"}
+    rival = _adm(tpl, "min_rival_pixels", 0)
+    if rival and not _rival_holders(ft.view(view).body_pixels, body, rival):
+        return None, {"reason": "no table or tray in view besides what it rests on: nothing to tell it from"}
     return names[obj.support], {"support": obj.support, "support_body": body}
+
+
+HOLDERS = ("table", "tray")  # furniture an object may rest on, besides the floor
+
+
+def _rival_holders(shown: dict[str, int], support_body: str | None, need: float) -> list[str]:
+    """Tables and trays in view, other than the one the object rests on, showing ``need`` px."""
+    return [n for n, px in shown.items()
+            if n != support_body and n.rsplit(" ", 1)[0] in HOLDERS and px >= need]
 
 
 
