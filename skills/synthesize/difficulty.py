@@ -49,21 +49,30 @@ def by_field(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> st
 
 
 def _lowest_is_nearest(why: dict[str, Any], ft: Any, view: Any) -> bool:
-    """Whether the nearest of the options (the farthest, for "which is farthest"; the nearer of a
-    pair) also stands clearly lowest (highest) in the picture: on a floor or a table that height
-    alone answers at a glance, and so would the markers' positions with no look at the objects.
-    Orders of three or more are left to their depth margins: reading heights in turn is a task."""
+    """Whether the nearer of two objects (the farther, for "which is farther") also stands clearly
+    lower (higher) in the picture: on a floor or a table that height alone answers at a glance,
+    and so would two markers' positions with no look at the objects. Among three or more the
+    nearest is left to its depth margin: rating by height there drew kinds that stand low (a
+    domino lying flat) into the easy band and made the answer guessable from the names."""
     values = why.get("values") or {}
-    pick = why.get("pick") or ("min" if len(values) == 2 else None)
-    if pick is None or len(values) < 2:
+    if len(values) != 2:
         return False
+    pick = why.get("pick") or "min"
     ranked = sorted(values, key=lambda n: values[n], reverse=pick == "max")
-    centres = {n: ft.fact(n, view).center_2d for n in values}
-    if any(c is None for c in centres.values()):
+    bases = {n: _base(ft.fact(n, view)) for n in values}
+    if any(b is None for b in bases.values()):
         return False
     sign = 1.0 if pick == "min" else -1.0
-    gap = min(sign * (float(centres[ranked[0]][1]) - float(centres[n][1])) for n in ranked[1:])
-    return gap >= GLANCE_HEIGHT * ft.view(view).height
+    return sign * (bases[ranked[0]] - bases[ranked[1]]) >= GLANCE_HEIGHT * ft.view(view).height
+
+
+def _base(fact: Any) -> float | None:
+    """Image row of where an object meets what it stands on (the bottom of its visible box, or
+    its centre without one): the row a person reads distance from, the same for a tall object as
+    for a flat one. (Centres put tall kinds higher, and rating by them tied the bands to kinds.)"""
+    if fact.bbox_2d is not None:
+        return float(fact.bbox_2d[3])
+    return float(fact.center_2d[1]) if fact.center_2d is not None else None
 
 
 def by_position(why: dict[str, Any], field: str, ft: Any, view: Any) -> str:
@@ -162,17 +171,16 @@ def confusers(ft: Any, target: str, others: list[str]) -> set[str]:
 
 
 def by_grounding(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
-    """Telling the named object among the marked ones: easy when a glance at its colour settles
-    it (no other marked object shares its colour), medium when its kind must be read (another
-    shares its colour), hard when colour and kind must be read together (some share its colour,
-    others its kind). Colour is the quicker cue: a lone purple object among black and green ones
-    is found at once whatever else is marked."""
+    """Telling the named object among the marked ones is a glance at colour, then at shape: easy
+    when one cue settles it (no other marked object shares its colour, or those that do are of
+    another kind), medium when both must be read together (some share its colour, others its
+    kind). Never hard: reviewers found a purple jenga block beside a purple ball and a grey block
+    as quick to find as a lone purple object (4d26cc3f, fa58b8ab), as the kinds here differ in
+    shape at a glance; kinds that do not are never named beside each other (look-alikes)."""
     shared = why.get("confusers")
     if shared is None:
         return "medium"
-    if "colour" not in shared:
-        return "easy"
-    return "hard" if "kind" in shared else "medium"
+    return "medium" if {"colour", "kind"} <= set(shared) else "easy"
 
 
 def by_contrast(derive: Callable[..., tuple[Any, dict[str, Any]]]) -> Rater:

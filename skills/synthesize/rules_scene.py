@@ -89,7 +89,8 @@ def _first_frame_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: di
     if not start <= rank <= end:
         return None, {"reason": "does not come into view inside the window"}
     first_px = ft.fact(slots["object"], ft.frames()[rank]).visible_pixels
-    return frame_label(rank - start), {"first_frame": frame_label(rank), "window": [start, end], "first_pixels": first_px}
+    return frame_label(rank - start), {"first_frame": frame_label(rank), "window": [start, end], "first_pixels": first_px,
+                                       "object": slots["object"]}
 
 
 def _first_frame_candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
@@ -164,13 +165,20 @@ def _seen_along_difficulty(why: dict[str, Any], tpl: dict[str, Any], ft: FactTab
 
 
 def _first_frame_difficulty(why: dict[str, Any], tpl: dict[str, Any], ft: FactTable, view: Any) -> str:
-    """The frame an object first appears in: at a glance when it comes in large (eight times what
-    it takes to make it out), a careful look when it first shows as a small or cut-off patch
-    (under three times), which the earlier frames must be searched for."""
-    px = why.get("first_pixels")
-    if px is None:
+    """The frame an object first appears in: at a glance when no other object of its colour shows
+    in the frames up to the window's end (the only blue thing in the sequence, 22d9d2f1) or when
+    it comes in large (eight times what it takes to make it out); a careful look when it first
+    shows as a small or cut-off patch (under three times) among objects of its colour."""
+    px, obj = why.get("first_pixels"), why.get("object")
+    if px is None or obj is None:
         return "medium"
-    return banded(px / _adm(tpl, "min_visible_pixels", 1), 8.0, 3.0)
+    colour = ft.object(obj).color
+    min_vis = _adm(tpl, "min_visible_pixels", 1)
+    frames = ft.frames()[: why["window"][1] + 1]
+    if colour and not any(ft.object(o).color == colour and any(ft.fact(o, v).visible_pixels >= min_vis for v in frames)
+                          for o in ft.objects if o != obj):
+        return "easy"
+    return banded(px / min_vis, 8.0, 3.0)
 
 
 
