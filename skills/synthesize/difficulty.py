@@ -3,11 +3,12 @@
 Admission keeps every item decidable (its margins clear a floor a person can see); within that
 floor some items are one-glance checks and others ask for a careful look. An answer rule rates
 its derivation (``Rule.difficulty``) by what a person would have to tell apart: the area ratio
-of two objects, how far apart in the image the nearer and the farther stand, how many things a
-count holds (four or fewer are seen at a glance), how far an object is from the reach limit,
-whether colour alone picks out a marked object, how many things in view look like an absent
-one. A single-referent check and a size ratio above 3:1 are easy. Rules that rate nothing are
-medium. An intent asks for a share per band (``oe.difficulty``); binding offers each view's
+of two objects, how far apart in the image the nearer and the farther stand (and whether the
+nearer of two also stands lower), how many things a count holds (four or fewer are seen at a
+glance) and how close a call each object beside a named one is, how far an object is from the
+reach limit, whether colour or shape alone picks out a marked object, how many things in view
+look like an absent one. A single-referent check and a size ratio above 3:1 are easy. Rules
+that rate nothing are medium. An intent asks for a share per band (``oe.difficulty``); binding offers each view's
 demanding questions first, and allocation and release draw towards the mix; composition.json
 reports what was met."""
 
