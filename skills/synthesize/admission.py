@@ -22,7 +22,7 @@ from typing import Any
 from forge.artifact_types import EvidenceRecord
 from forge_skills.synthesize.answer_rules import Derivation, FactTable, rule_for
 from forge_skills.synthesize.conventions import statements
-from forge_skills.synthesize.rules_scene import body_kind, plural
+from forge_skills.synthesize.rules_scene import plural
 from forge_skills.package.media import marker_layout
 from forge_skills.structure.appearance import MIN_NAMED_PIXELS
 
@@ -119,7 +119,7 @@ def _body_pixels(shown: dict[str, int], body: str) -> int:
     ("tray" for "tray 1" and "tray 2")."""
     if body in shown:
         return shown[body]
-    return max((px for name, px in shown.items() if body_kind(name) == body), default=0)
+    return max((px for name, px in shown.items() if name.rsplit(" ", 1)[0] == body), default=0)
 
 
 def visibility_problem(ft: FactTable, tpl: dict[str, Any], view: int | None, slots: dict[str, Any]) -> str | None:

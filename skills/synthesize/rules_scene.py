@@ -296,14 +296,10 @@ def _support_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
 HOLDERS = ("table", "tray")  # furniture an object may rest on, besides the floor
 
 
-def body_kind(name: str) -> str:
-    """The kind of a static body from its name: "tray" for "tray 2", "table" for "table"."""
-    return name.rsplit(" ", 1)[0]
-
-
 def _rival_holders(shown: dict[str, int], support_body: str | None, need: float) -> list[str]:
     """Tables and trays in view, other than the one the object rests on, showing ``need`` px."""
-    return [n for n, px in shown.items() if n != support_body and body_kind(n) in HOLDERS and px >= need]
+    return [n for n, px in shown.items()
+            if n != support_body and n.rsplit(" ", 1)[0] in HOLDERS and px >= need]
 
 
 

@@ -69,14 +69,8 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
     turn = (lambda c: chosen_class(len(c.answer.split(", ")))) if answer_form(template.question_type) == "options" \
         else (lambda c: c.answer)
     for view in views:
-        derived: dict[int, dict[str, Any]] = {}  # rating derives a candidate; its binding reuses that
-
-        def why_of(c: Candidate, v: int | None = view) -> dict[str, Any]:
-            if id(c) not in derived:
-                derived[id(c)] = rule.derive(ft, v, c.slots, tpl)[1]
-            return derived[id(c)]
         band = None if rule.difficulty is None else \
-            (lambda c, v=view: rule.difficulty_of(why_of(c), tpl, ft, v))
+            (lambda c, v=view: rule.difficulty_of(rule.derive(ft, v, c.slots, tpl)[1], tpl, ft, v))
         chosen = _select(rule.candidates(ft, view, tpl), template.max_per_evidence, picks,
                          lambda c, v=view: admission_problem(ft, tpl, v, c.slots) is None,
                          lambda c, v=view: _marker_place(ft, v, c), band, turn)
@@ -85,7 +79,7 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
             # Consecutive scenes and views step through option orders, so answer positions
             # are balanced across a template by construction, not only in expectation.
             seed = evidence.scene_index * 97 + (view or 0) * 13 + k
-            why = why_of(cand)
+            _, why = rule.derive(ft, view, cand.slots, tpl)
             outputs.append(Output(Binding(
                 template=template.id, template_artifact=ctx.input_ids["template"], evidence=ctx.input_ids["evidence"],
                 scene_index=evidence.scene_index, view=view, slots=cand.slots, answer=cand.answer,
