@@ -312,9 +312,11 @@ class StageRunner(WorkflowRunner):
                                            "question_type": "$.presentation.question_type",
                                            "scoring": "$.presentation.scoring",
                                            "kinds": "$.presentation.kinds",
-                                           "difficulty": "$.difficulty"}) if missing else {}
+                                           "difficulty": "$.difficulty",
+                                           "place": "$.presentation.answer_place"}) if missing else {}
         for bid, f in rows.items():
             f["determinant"] = f.get("determinant") or ""
+            f["place"] = sys.intern(f.get("place") or "")
             f["difficulty"] = sys.intern(f.get("difficulty") or "medium")
             for name in ("question_type", "scoring", "kinds"):
                 f[name] = f.get(name) or ""

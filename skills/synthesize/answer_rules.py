@@ -30,6 +30,9 @@ class Candidate:
     answer: str
     margin: float
     values: dict[str, Any] = field(default_factory=dict)
+    # The derivation that found it, where its rule derived it to find it: rating and binding
+    # read it instead of deriving the candidate again.
+    why: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 class FactTable:
@@ -255,7 +258,7 @@ def _extreme_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[C
             continue
         answer, d = _extreme_derive(ft, view, {"objects": list(combo)}, tpl)
         if answer is not None:
-            out.append(Candidate({"objects": list(combo)}, answer, d["margin"], d["values"]))
+            out.append(Candidate({"objects": list(combo)}, answer, d["margin"], d["values"], d))
     return out
 
 
@@ -287,7 +290,7 @@ def _compare_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[C
     for a, b in itertools.permutations(visible, 2):
         answer, d = _compare_derive(ft, view, {"a": a, "b": b}, tpl)
         if answer is not None:
-            out.append(Candidate({"a": a, "b": b}, answer, d["margin"], d["values"]))
+            out.append(Candidate({"a": a, "b": b}, answer, d["margin"], d["values"], d))
     return out
 
 
@@ -350,7 +353,7 @@ def _marked_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Ca
         if borderline or near_all:
             answer, d = _marked_derive(ft, view, {"marked": [a, b]}, tpl)
             if answer is not None:
-                out.append(Candidate({"marked": [a, b]}, answer, d["margin"], d["values"]))
+                out.append(Candidate({"marked": [a, b]}, answer, d["margin"], d["values"], d))
             continue
         # Clearly admissible (as _marked_derive would find): the answer is the extreme of the two.
         va, vb = values[a], values[b]
@@ -384,7 +387,7 @@ def per_object(derive: Callable[..., Derivation], margin: Callable[[dict[str, An
         for obj in ft.objects:
             answer, d = derive(ft, view, {"object": obj}, tpl)
             if answer is not None:
-                out.append(Candidate({"object": obj}, answer, float(margin(d)), values(d)))
+                out.append(Candidate({"object": obj}, answer, float(margin(d)), values(d), d))
         return out
     return candidates
 
@@ -477,7 +480,7 @@ def _count_beside_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> l
     for anchor in ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1))):
         answer, d = _count_beside_derive(ft, view, {"anchor": anchor}, tpl)
         if answer is not None:
-            out.append(Candidate({"anchor": anchor}, answer, d["margin"], d["offsets_px"]))
+            out.append(Candidate({"anchor": anchor}, answer, d["margin"], d["offsets_px"], d))
     return out
 
 
@@ -513,7 +516,7 @@ def _order_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Can
     for combo in itertools.combinations(visible, count):
         answer, d = _order_derive(ft, view, {"objects": list(combo)}, tpl)
         if answer is not None:
-            out.append(Candidate({"objects": list(combo)}, answer, d["margin"], d["values"]))
+            out.append(Candidate({"objects": list(combo)}, answer, d["margin"], d["values"], d))
     return out
 
 
@@ -590,7 +593,7 @@ def _nearest_to_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> lis
         for combo in itertools.combinations(others, count):
             answer, d = _nearest_to_derive(ft, view, {"anchor": anchor, "objects": list(combo)}, tpl)
             if answer is not None:
-                out.append(Candidate({"anchor": anchor, "objects": list(combo)}, answer, d["margin"], d["distances_m"]))
+                out.append(Candidate({"anchor": anchor, "objects": list(combo)}, answer, d["margin"], d["distances_m"], d))
     return out
 
 
@@ -618,7 +621,7 @@ def _marked_nearest_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) ->
         for a, b in itertools.permutations([o for o in visible if o != anchor], 2):
             answer, d = _marked_nearest_derive(ft, view, {"anchor": anchor, "marked": [a, b]}, tpl)
             if answer is not None:
-                out.append(Candidate({"anchor": anchor, "marked": [a, b]}, answer, d["margin"], d["distances_m"]))
+                out.append(Candidate({"anchor": anchor, "marked": [a, b]}, answer, d["margin"], d["distances_m"], d))
     return out
 
 

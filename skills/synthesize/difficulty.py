@@ -5,9 +5,10 @@ floor some items are one-glance checks and others ask for a careful look. An ans
 its derivation (``Rule.difficulty``) by what a person would have to tell apart: the area ratio
 of two objects, how far apart in the image the nearer and the farther stand (and whether the
 nearer of two also stands lower), how many things a count holds (four or fewer are seen at a
-glance) and how close a call each object beside a named one is, how far an object is from the
-reach limit, whether colour or shape alone picks out a marked object, how many things in view
-look like an absent one. A single-referent check and a size ratio above 3:1 are easy. Rules
+glance, unless one is small) and how close a call each object beside a named one is, how far an
+object is from the reach limit, whether colour or shape alone picks out a marked object, how
+many things in view share an absent one's colour, how large an object a fact is read off stands in
+the picture. A single-referent check and a size ratio above 3:1 are easy. Rules
 that rate nothing are medium. An intent asks for a share per band (``oe.difficulty``); binding offers each view's
 demanding questions first, and allocation and release draw towards the mix; composition.json
 reports what was met."""
@@ -39,7 +40,7 @@ def by_field(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> st
     field = tpl["answer_rule"].get("field")
     seen = why.get("image_margin")
     if field == "visible_pixels":
-        return banded(seen, 1.8, 1.4)
+        return banded(seen, 1.6, 1.3)
     if field == "median_depth":
         if view is not None and _lowest_is_nearest(why, ft, view):
             return "easy"
@@ -102,11 +103,37 @@ def by_position(why: dict[str, Any], field: str, ft: Any, view: Any) -> str:
 
 def by_count(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
     """Up to four things are seen as a number at a glance (subitizing); beyond that they must be
-    counted one by one, and six or more in a scene is a careful count."""
+    counted one by one, and six or more in a scene is a careful count. A count one of whose
+    things is small in the picture (under SMALL_SHARE of it) asks a search for it first: one band
+    harder."""
     n = why.get("count")
     if n is None:
         return "medium"
-    return "easy" if n <= 4 else "hard" if n >= 6 else "medium"
+    band = 0 if n <= 4 else 2 if n >= 6 else 1
+    if n and view is not None and _holds_a_small_one(why, ft, view, tpl):
+        band = min(2, band + 1)
+    return BANDS[band]
+
+
+SMALL_SHARE = 0.004  # of the picture's area: a thing this small is found by a search, not at a glance
+
+
+def by_apparent_size(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
+    """A fact read off one named object once it is found (what it rests on, whether it lies
+    flat): a glance when the object is of a fair size in the picture, a close look at its few
+    pixels when it is small (under SMALL_SHARE of the picture: a domino 12 px long)."""
+    obj = why.get("object")
+    if obj is None or view is None:
+        return "easy"
+    pic = ft.view(view)
+    return "medium" if ft.fact(obj, view).visible_pixels < SMALL_SHARE * pic.width * pic.height else "easy"
+
+
+def _holds_a_small_one(why: dict[str, Any], ft: Any, view: Any, tpl: dict[str, Any]) -> bool:
+    shown = why.get("visible_pixels") or {}
+    pic = ft.view(view)
+    floor = tpl["admission"].get("min_visible_pixels", 1)
+    return any(floor <= px < SMALL_SHARE * pic.width * pic.height for px in shown.values())
 
 
 def by_count_beside(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
@@ -129,10 +156,12 @@ def by_count_beside(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any
 
 def _call(along: float, across: float, side: float) -> int:
     """0, 1 or 2 (easy, medium, hard) for telling two objects apart along one image axis: the gap
-    along it against the picture's side, and against the distance across it."""
+    along it against the picture's side, and against the distance across it. A gap of 8.5% of
+    the side or more is a glance however far apart across (reviewers found a leftmost object
+    25-35 px clear of the next one-glance)."""
     if along / side < 0.045 or along < 0.25 * across:
         return 2
-    if along / side < 0.07 or along < 0.5 * across:
+    if along / side < 0.07 or (along < 0.5 * across and along / side < 0.085):
         return 1
     return 0
 
@@ -184,6 +213,17 @@ def by_grounding(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -
     return "medium" if {"colour", "kind"} <= set(shared) else "easy"
 
 
+def absence_band(ft: Any, target: str, shown: list[str]) -> int:
+    """0, 1 or 2 (easy, medium, hard) for saying a named object is not among ``shown``: a person
+    scans for its colour first, so what takes a look is another thing of its colour (its shape
+    must be read), and more so beside another of its kind; another of its kind alone is ruled
+    out by its colour at a glance (reviewers found such "no" answers one-glance)."""
+    shared = confusers(ft, target, shown)
+    if "colour" not in shared:
+        return 0
+    return 2 if "kind" in shared else 1
+
+
 def by_contrast(derive: Callable[..., tuple[Any, dict[str, Any]]]) -> Rater:
     """A check of one named object that asks for every object in view to be looked at (is it in
     view: saying no means ruling each one out), rated by the objects in view that share its kind
@@ -198,18 +238,18 @@ def by_contrast(derive: Callable[..., tuple[Any, dict[str, Any]]]) -> Rater:
         answer = derive(ft, view, {"object": obj}, tpl)[0]
         seen = ft.visible(view, int(tpl["admission"].get("min_visible_pixels", 1)))
         others = [o for o in seen if o != obj and derive(ft, view, {"object": o}, tpl)[0] not in (None, answer)]
-        return BANDS[min(2, len(confusers(ft, obj, others)))]
+        return BANDS[absence_band(ft, obj, others)]
     return rate
 
 
 def by_absent_lookalikes(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
     """Which listed objects are in view: as demanding as the absent options that look like
-    something in view (its kind or its colour); none easy, one medium, two or more hard."""
+    something in view (its colour, see ``absence_band``); none easy, one medium, two or more hard."""
     shown = why.get("visible_pixels")
     if not shown or view is None:
         return "medium"
     seen = ft.visible(view, int(tpl["admission"].get("min_visible_pixels", 1)))
-    alike = sum(1 for o, px in shown.items() if px == 0 and confusers(ft, o, [n for n in seen if n != o]))
+    alike = sum(1 for o, px in shown.items() if px == 0 and absence_band(ft, o, [n for n in seen if n != o]))
     return BANDS[min(2, alike)]
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from forge_skills.synthesize.difficulty import BANDS, banded, by_count, by_turn, confusers, constant
+from forge_skills.synthesize.difficulty import (BANDS, absence_band, banded, by_apparent_size, by_count, by_turn,
+                                                confusers)
 from forge_skills.synthesize.answer_rules import (Candidate, Derivation, FactTable, Rule, _adm, _center_of, per_object,
                                                   register, rule_for)
 
@@ -148,14 +149,15 @@ def _seen_along_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dic
 
 def _sighting_difficulty(ft: FactTable, obj: str, pixels: int, views: list[int], tpl: dict[str, Any]) -> str:
     """Whether an object is seen in some pictures: a "yes" is found at a glance when the object
-    stands out large (four times what it takes to make it out), and asks a search when it is
-    small; a "no" means ruling out every object shown, as hard as the ones that share its kind
-    or its colour (none easy, one attribute shared medium, both hard)."""
+    stands out large (four times what it takes to make it out) or is the only thing of its colour
+    shown, and asks a search when it is small among things of its colour; a "no" means ruling out
+    what is shown, as hard as the things that share its colour (``absence_band``)."""
     min_vis = _adm(tpl, "min_visible_pixels", 1)
-    if pixels > 0:
-        return "easy" if pixels >= 4 * min_vis else "medium"
     shown = [o for o in ft.objects if o != obj and any(ft.fact(o, v).visible_pixels >= min_vis for v in views)]
-    return BANDS[min(2, len(confusers(ft, obj, shown)))]
+    if pixels > 0:
+        alone = "colour" not in confusers(ft, obj, shown)
+        return "easy" if pixels >= 4 * min_vis or alone else "medium"
+    return BANDS[absence_band(ft, obj, shown)]
 
 
 def _seen_along_difficulty(why: dict[str, Any], tpl: dict[str, Any], ft: FactTable, view: Any) -> str:
@@ -290,7 +292,7 @@ def _support_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
     rival = _adm(tpl, "min_rival_pixels", 0)
     if rival and not _rival_holders(ft.view(view).body_pixels, body, rival):
         return None, {"reason": "no table or tray in view besides what it rests on: nothing to tell it from"}
-    return names[obj.support], {"support": obj.support, "support_body": body}
+    return names[obj.support], {"support": obj.support, "support_body": body, "object": obj.name}
 
 
 HOLDERS = ("table", "tray")  # furniture an object may rest on, besides the floor
@@ -315,7 +317,7 @@ def _state_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str
     if tilt is None or upright <= tilt <= lying:
         return None, {"reason": f"tilt {tilt} is neither upright nor lying"}
     state = "upright" if tilt < upright else "lying"
-    return rule["labels"][state], {"tilt_deg": tilt, "state": state}
+    return rule["labels"][state], {"tilt_deg": tilt, "state": state, "object": obj.name}
 
 
 
@@ -362,10 +364,14 @@ def _select_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Ca
 
 def _select_difficulty(why: dict[str, Any], tpl: dict[str, Any], ft: FactTable, view: Any) -> str:
     """Every listed object must be checked; the fewer of the minority kind, the sooner a guess
-    from the majority pays: one of one kind is medium, two or more of each is hard."""
+    from the majority pays: one of one kind among three is easy (reviewers found one object in
+    a tray among three listed one-glance), among four or more medium, two or more of each hard."""
     if "selected" not in why:
         return "medium"
-    return "hard" if min(why["selected"], why["listed"] - why["selected"]) >= 2 else "medium"
+    fewer = min(why["selected"], why["listed"] - why["selected"])
+    if fewer >= 2:
+        return "hard"
+    return "easy" if why["listed"] <= 3 else "medium"
 
 
 def _inner_rule(tpl: dict[str, Any]) -> Rule:
@@ -456,9 +462,9 @@ for _rule in (
     Rule("approach", per_object(_approach_derive, lambda d: abs(d["distance_last_m"] - d["distance_first_m"])),
          _approach_derive, ("object",), ("yes_no",), difficulty=_approach_difficulty),
     Rule("support", per_object(_support_derive), _support_derive, ("object",), ("single_choice", "yes_no"),
-         difficulty=constant("easy")),
+         difficulty=by_apparent_size),
     Rule("state", per_object(_state_derive), _state_derive, ("object",), ("single_choice", "yes_no"),
-         difficulty=constant("easy")),
+         difficulty=by_apparent_size),
     Rule("count_category", _count_category_candidates, _count_category_derive, ("category",),
          ("numeric", "interval_choice"), complete_labels=True, difficulty=by_count),
     Rule("select", _select_candidates, _select_derive, ("objects",), ("multiple_choice",),

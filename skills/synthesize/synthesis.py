@@ -69,8 +69,19 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
     turn = (lambda c: chosen_class(len(c.answer.split(", ")))) if answer_form(template.question_type) == "options" \
         else (lambda c: c.answer)
     for view in views:
+        # A candidate is derived at most once: rating and binding share the derivation that
+        # found it, or the one rating made. The memo holds the candidate itself, so no other
+        # candidate can come to share its id while it is kept.
+        derived: dict[int, tuple[Candidate, dict[str, Any]]] = {}
+
+        def why_of(c: Candidate, v: int | None = view) -> dict[str, Any]:
+            if c.why is not None:
+                return c.why
+            if id(c) not in derived:
+                derived[id(c)] = (c, rule.derive(ft, v, c.slots, tpl)[1])
+            return derived[id(c)][1]
         band = None if rule.difficulty is None else \
-            (lambda c, v=view: rule.difficulty_of(rule.derive(ft, v, c.slots, tpl)[1], tpl, ft, v))
+            (lambda c, v=view: rule.difficulty_of(why_of(c), tpl, ft, v))
         chosen = _select(rule.candidates(ft, view, tpl), template.max_per_evidence, picks,
                          lambda c, v=view: admission_problem(ft, tpl, v, c.slots) is None,
                          lambda c, v=view: _marker_place(ft, v, c), band, turn)
@@ -79,7 +90,7 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
             # Consecutive scenes and views step through option orders, so answer positions
             # are balanced across a template by construction, not only in expectation.
             seed = evidence.scene_index * 97 + (view or 0) * 13 + k
-            _, why = rule.derive(ft, view, cand.slots, tpl)
+            why = why_of(cand)
             outputs.append(Output(Binding(
                 template=template.id, template_artifact=ctx.input_ids["template"], evidence=ctx.input_ids["evidence"],
                 scene_index=evidence.scene_index, view=view, slots=cand.slots, answer=cand.answer,
@@ -119,6 +130,10 @@ def _marker_place(ft: FactTable, view: int | None, cand: Candidate) -> tuple[int
         return None
     xs, ys = [c[0] for c in centers], [c[1] for c in centers]
     return sum(x < xs[i] for x in xs), sum(y > ys[i] for y in ys)
+
+
+def _place_text(place: tuple[int, int] | None) -> str:
+    return "" if place is None else f"{place[0]},{place[1]}"
 
 
 def _select(cands: list[Candidate], k: int, rng, admit, place=lambda c: None,
@@ -224,6 +239,9 @@ def presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, vi
         "layout": layout, "question_type": template.question_type,
         "capability": template.capability, "scoring": template.scoring,
         "kinds": question_kinds(ft, tpl, cand.slots),
+        # Where the answer's marker lies among the others: allocation keeps answers taking turns
+        # by it, as binding did, so that drawing towards a band does not make the markers answer.
+        "answer_place": _place_text(_marker_place(ft, view, cand)),
         # Items on the same media whose answers read the same quantity of nested referents
         # determine each other (the independence gate keeps one of them).
         "determinant": {"quantity": rule_for(tpl).quantity_of(tpl), "evidence": evidence_id,

@@ -37,6 +37,7 @@ class BindingSummary:
     scoring: str = ""  # the template's scoring (JSON): numeric answers balance in tolerance-wide bins
     kinds: str = ""  # the kinds of object the question names (JSON): answers balance per kind
     difficulty: str = "medium"  # easy, medium or hard: allocation draws towards the intent's mix
+    place: str = ""  # where the answer's marker lies among the others (marked-object options)
 
 
 _KEEPABLE: dict[str, dict[str, list[str]]] = {}
@@ -299,7 +300,10 @@ def _answer_turns(ids: list[str], bindings: dict[str, BindingSummary]) -> list[l
     cls = {bid: a for a, members in classes.items() for bid in members}
     order: dict[str, list[str]] = {}
     for bid in ids:
-        order.setdefault(cls[bid], []).append(bid)
+        # With marked options, by where the answer's marker lies too: the bands are not spread
+        # evenly over marker places (the nearer of two is easy when it also stands lower), so
+        # steering towards a band would otherwise let the markers' places give the answer.
+        order.setdefault(f"{cls[bid]}|{bindings[bid].place}", []).append(bid)
     return list(order.values())
 
 
