@@ -179,10 +179,11 @@ def _select(targets: dict[str, int], items: list[tuple[str, OEItem]],
         held = {t: {b: sum(it.difficulty == b for _, it in by_cap[cap][t]) for b in BANDS} for t in templates}
         per_template = template_quotas(target, quotas[cap], held)
         for t in templates:
-            groups: dict[str, list[str]] = {}
+            groups: dict[str, dict[str, list[str]]] = {}
             for iid, it in _interleave_answers(by_cap[cap][t]):
-                groups.setdefault(_answer_turn(it), []).append(iid)
-            chosen = steered(list(groups.values()), sum(per_template[t].values()), lambda i: item[i].difficulty,
+                groups.setdefault(it.answer, {}).setdefault(_marker_place(it), []).append(iid)
+            chosen = steered([list(p.values()) for p in groups.values()], sum(per_template[t].values()),
+                             lambda i: item[i].difficulty,
                              dict(per_template[t]))
             selected += [(i, item[i]) for i in chosen]
     return sorted(selected, key=lambda x: x[0])
@@ -198,24 +199,25 @@ def _round_robin_counts(sizes: list[int], n: int) -> list[int]:
     return counts
 
 
-def _answer_turn(item: OEItem) -> str:
-    """What takes turns in a release: the answer and, where the answer is a marked object, where
-    its marker lies among the others (how many lie left of it, how many below). Bands are not
-    spread evenly over marker places (the nearer of two is easy when it also stands lower), and
-    drawing towards a band must not let the markers' places give the answer."""
+def _marker_place(item: OEItem) -> str:
+    """Where the answer's marker lies among the others (how many lie left of it, how many below),
+    where the answer is a marked object; "" otherwise. Within an answer, places take turns in a
+    release: bands are not spread evenly over marker places (the nearer of two is easy when it
+    also stands lower), and drawing towards a band must not let the markers' places give the
+    answer."""
     mark = next((m for m in item.markers if m.get("label") == item.answer), None)
     if mark is None:
-        return item.answer
+        return ""
     left = sum(m["x"] < mark["x"] for m in item.markers)
     below = sum(m["y"] > mark["y"] for m in item.markers)
-    return f"{item.answer}|{left},{below}"
+    return f"{left},{below}"
 
 
 def _interleave_answers(pool: list[tuple[str, OEItem]]) -> list[tuple[str, OEItem]]:
     """Alternate answers (in id order within each) so any prefix keeps the answers balanced."""
     groups: dict[str, list[tuple[str, OEItem]]] = {}
     for iid, item in pool:
-        groups.setdefault(_answer_turn(item), []).append((iid, item))
+        groups.setdefault(item.answer, []).append((iid, item))
     out: list[tuple[str, OEItem]] = []
     lists = [groups[a] for a in sorted(groups, key=lambda a: digest(a))]  # an order unrelated to the text
     for depth in range(max((len(x) for x in lists), default=0)):

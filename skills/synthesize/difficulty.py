@@ -244,12 +244,16 @@ def by_contrast(derive: Callable[..., tuple[Any, dict[str, Any]]]) -> Rater:
 
 def by_absent_lookalikes(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
     """Which listed objects are in view: as demanding as the absent options that look like
-    something in view (its colour, see ``absence_band``); none easy, one medium, two or more hard."""
+    something in view (its kind or its colour); none easy, one medium, two or more hard. Listed
+    beside what is in view, an absent one of a shown kind must be told from it by colour, unlike
+    a single absence check, where colour is scanned first. (Rated by colour alone, the hard
+    items drawn listed small kinds, seldom clear at room scale, mostly as absent: the names alone
+    then told which were in view.)"""
     shown = why.get("visible_pixels")
     if not shown or view is None:
         return "medium"
     seen = ft.visible(view, int(tpl["admission"].get("min_visible_pixels", 1)))
-    alike = sum(1 for o, px in shown.items() if px == 0 and absence_band(ft, o, [n for n in seen if n != o]))
+    alike = sum(1 for o, px in shown.items() if px == 0 and confusers(ft, o, [n for n in seen if n != o]))
     return BANDS[min(2, alike)]
 
 
@@ -381,26 +385,38 @@ def mix_report(items_bands: list[str], shares: dict[str, float], per_capability:
     return out
 
 
-def steered(groups: list[list[str]], k: int, band_of: Callable[[str], str], deficit: dict[str, int]) -> list[str]:
-    """Up to ``k`` ids, the groups (ids per answer, each in its own order) taking turns as before,
-    each turn taking its group's next id of the band the mix is shortest of (``deficit``: items
-    still wanted per band, updated here). Answers stay as balanced as the groups allow while the
-    bands move towards the mix."""
-    pools: list[dict[str, list[str]]] = []
-    for group in groups:
-        by_band: dict[str, list[str]] = {}
-        for i in reversed(group):  # reversed: pop() takes them in order
-            by_band.setdefault(band_of(i), []).append(i)
-        pools.append(by_band)
+def steered(groups: list[list[list[str]]], k: int, band_of: Callable[[str], str], deficit: dict[str, int]
+            ) -> list[str]:
+    """Up to ``k`` ids: the answers (``groups``, each a list of places, each place its ids in
+    their own order) taking turns as before and, within an answer, its places in turn (where the
+    answer's marker lies among the others; one place where that does not apply). Each turn takes
+    its place's next id of the band the mix is shortest of (``deficit``: items still wanted per
+    band, updated here). Answers stay as balanced as the groups allow, and places within each
+    answer, while the bands move towards the mix: a band drawn from where it lies would
+    otherwise tie the answer to its marker's place (the nearer of two is easy when it also
+    stands lower)."""
+    answers: list[list[dict[str, list[str]]]] = []
+    for places in groups:
+        pools = []
+        for group in places:
+            by_band: dict[str, list[str]] = {}
+            for i in reversed(group):  # reversed: pop() takes them in order
+                by_band.setdefault(band_of(i), []).append(i)
+            pools.append(by_band)
+        answers.append(pools)
+    turn = [0] * len(answers)  # the place whose turn it is, per answer
     out: list[str] = []
-    while len(out) < k and any(any(p.values()) for p in pools):
-        for pool in pools:
+    while len(out) < k and any(any(p.values()) for pools in answers for p in pools):
+        for a, pools in enumerate(answers):
             if len(out) >= k:
                 break
-            bands = [b for b, ids in pool.items() if ids]
-            if not bands:
-                continue
-            band = max(bands, key=lambda b: (deficit.get(b, 0), -BANDS.index(b) if b in BANDS else 0))
-            out.append(pool[band].pop())
-            deficit[band] = deficit.get(band, 0) - 1
+            for step in range(len(pools)):
+                pool = pools[(turn[a] + step) % len(pools)]
+                bands = [b for b, ids in pool.items() if ids]
+                if bands:
+                    band = max(bands, key=lambda b: (deficit.get(b, 0), -BANDS.index(b) if b in BANDS else 0))
+                    out.append(pool[band].pop())
+                    deficit[band] = deficit.get(band, 0) - 1
+                    turn[a] = (turn[a] + step + 1) % len(pools)
+                    break
     return out

@@ -288,23 +288,26 @@ def _fill_short(plan: dict[str, list[str]], need: int, templates: list[str], ord
     spare = {t: [b for b in ordered.get(t, []) if b not in taken[t]] for t in templates}
     for t, n in water_fill(left, {t: len(ids) for t, ids in spare.items()}).items():
         if n:
-            plan[t] = plan.get(t, []) + _take_turns(_answer_turns(spare[t], bindings))[:n]
+            plan[t] = plan.get(t, []) + _take_turns(_flat_turns(_answer_turns(spare[t], bindings)))[:n]
 
 
-def _answer_turns(ids: list[str], bindings: dict[str, BindingSummary]) -> list[list[str]]:
+def _answer_turns(ids: list[str], bindings: dict[str, BindingSummary]) -> list[list[list[str]]]:
     """A template's bindings per answer class in the order they first take their turn (one group
-    when its answers are names: balancing does not apply)."""
+    when its answers are names: balancing does not apply), and within each class per place of
+    the answer's marker among the others (one place for questions without marked options)."""
     classes = _answer_classes(ids, bindings) if ids else {}
     if len(classes) > 12:
-        return [list(ids)]
+        return [[list(ids)]]
     cls = {bid: a for a, members in classes.items() for bid in members}
-    order: dict[str, list[str]] = {}
+    order: dict[str, dict[str, list[str]]] = {}
     for bid in ids:
-        # With marked options, by where the answer's marker lies too: the bands are not spread
-        # evenly over marker places (the nearer of two is easy when it also stands lower), so
-        # steering towards a band would otherwise let the markers' places give the answer.
-        order.setdefault(f"{cls[bid]}|{bindings[bid].place}", []).append(bid)
-    return list(order.values())
+        order.setdefault(cls[bid], {}).setdefault(bindings[bid].place, []).append(bid)
+    return [list(places.values()) for places in order.values()]
+
+
+def _flat_turns(groups: list[list[list[str]]]) -> list[list[str]]:
+    """Per answer, its places' ids taking turns."""
+    return [_take_turns(places) for places in groups]
 
 
 def _take_turns(lists: list[list[str]]) -> list[str]:
