@@ -335,6 +335,30 @@ def test_a_depth_comparison_needs_a_gap_a_person_sees(built):
     assert caught > 0
 
 
+def test_an_object_held_up_in_the_gripper_is_never_compared_by_distance(wide):
+    """a268df40: "is the can nearer than the milk carton?" with the can lifted in the gripper: off
+    the table it has no resting place to read its distance by, and its size and height mislead.
+    Depth comparisons leave out whatever the gripper holds; the same pair is asked when it rests."""
+    ev = _evidence(wide["store"])[0]
+    ft = FactTable(ev)
+    tpl = _template("closer_yesno")
+    rule = rule_for(tpl)
+    for view in ft.views:
+        asked = [c for c in rule.candidates(ft, view, tpl)]
+        if asked:
+            break
+    assert asked
+    a, b = asked[0].slots["a"], asked[0].slots["b"]
+    held = FactTable(ev.model_copy(update={"gripper": {"state": "closed", "holding": a, "opening_m": 0.05}}))
+    answer, why = rule.derive(held, view, {"a": a, "b": b}, tpl)
+    assert answer is None and "held up in the gripper" in why["reason"]
+    assert not [c for c in rule.candidates(held, view, tpl) if a in (c.slots["a"], c.slots["b"])]
+    for tid in ("closest_choice", "depth_order_list"):  # nor as any option of a nearest or an order
+        t = _template(tid)
+        assert [c for c in rule_for(t).candidates(ft, view, t) if a in c.slots["objects"]], tid
+        assert not [c for c in rule_for(t).candidates(held, view, t) if a in c.slots["objects"]], tid
+
+
 # -- 4. markers that carry the answer --------------------------------------------------------------
 
 

@@ -176,6 +176,16 @@ def depth_cue(ft: FactTable, view: int, near: str, far: str) -> float | None:
     return (foot[0][1] - foot[1][1]) / ft.view(view).height
 
 
+def held_problem(ft: FactTable, names: list[str]) -> str | None:
+    """Why distances cannot be compared among ``names``: one is held up in the gripper. Lifted off
+    the table it has no resting place to read its distance by; a person sees only its size and
+    height, which mislead (a268df40)."""
+    held = (ft.evidence.gripper or {}).get("holding")
+    if held in names:
+        return f"the {held} is held up in the gripper: nothing in the picture shows how far it is"
+    return None
+
+
 def image_margin(ft: FactTable, view: int, field: str, low: str, high: str, tpl: dict[str, Any]
                  ) -> tuple[float | None, str | None]:
     """(the margin a person sees, why it is too small) between two objects whose ``field`` values
@@ -183,6 +193,8 @@ def image_margin(ft: FactTable, view: int, field: str, low: str, high: str, tpl:
     area the ratio of the larger to the smaller, for an image position the smaller gap between
     their like edges (left edges and right edges, or top and bottom)."""
     if field == "median_depth":
+        if (why := held_problem(ft, [low, high])) is not None:
+            return None, why
         cue = depth_cue(ft, view, low, high)
         need = _adm(tpl, "min_depth_cue", MIN_DEPTH_CUE)
         if cue is not None and cue < need:
@@ -230,6 +242,8 @@ def _extreme_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
             return None, {"reason": f"{n} has no {rule['field']}"}
     if tpl["admission"].get("same_category") and len({ft.category(n) for n in names}) != 1:
         return None, {"reason": "options must share one category"}
+    if rule["field"] == "median_depth" and (why := held_problem(ft, names)) is not None:
+        return None, {"reason": why}
     ranked = sorted(names, key=lambda n: values[n], reverse=rule.get("pick", "min") == "max")
     margin = abs(values[ranked[0]] - values[ranked[1]])
     if margin < _adm(tpl, "min_margin", 0.0):
@@ -493,6 +507,8 @@ def _order_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str
     values = {n: ft.value(n, view, rule["field"]) for n in names}
     if any(v is None for v in values.values()):
         return None, {"reason": "value missing"}
+    if rule["field"] == "median_depth" and (why := held_problem(ft, names)) is not None:
+        return None, {"reason": why}
     ranked = sorted(names, key=lambda n: values[n], reverse=rule.get("direction", "ascending") == "descending")
     gaps = [abs(values[a] - values[b]) for a, b in zip(ranked, ranked[1:])]
     if min(gaps) < _adm(tpl, "min_margin", 0.0):

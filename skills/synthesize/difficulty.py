@@ -7,8 +7,7 @@ of two objects, how far apart in the image the nearer and the farther stand (and
 nearer of two also stands lower), how many things a count holds (four or fewer are seen at a
 glance, unless one is small) and how close a call each object beside a named one is, how far an
 object is from the reach limit, whether colour or shape alone picks out a marked object, how
-many things in view share an absent one's colour, how large an object a fact is read off stands in
-the picture. A single-referent check and a size ratio above 3:1 are easy. Rules
+many things in view share an absent one's colour. A single-referent check and a size ratio above 3:1 are easy. Rules
 that rate nothing are medium. An intent asks for a share per band (``oe.difficulty``); binding offers each view's
 demanding questions first, and allocation and release draw towards the mix; composition.json
 reports what was met."""
@@ -116,17 +115,6 @@ def by_count(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> st
 
 
 SMALL_SHARE = 0.004  # of the picture's area: a thing this small is found by a search, not at a glance
-
-
-def by_apparent_size(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
-    """A fact read off one named object once it is found (what it rests on, whether it lies
-    flat): a glance when the object is of a fair size in the picture, a close look at its few
-    pixels when it is small (under SMALL_SHARE of the picture: a domino 12 px long)."""
-    obj = why.get("object")
-    if obj is None or view is None:
-        return "easy"
-    pic = ft.view(view)
-    return "medium" if ft.fact(obj, view).visible_pixels < SMALL_SHARE * pic.width * pic.height else "easy"
 
 
 def _holds_a_small_one(why: dict[str, Any], ft: Any, view: Any, tpl: dict[str, Any]) -> bool:
