@@ -76,6 +76,18 @@ def test_the_gripper_state_and_grasp_answer_only_when_clear():
     assert _answer(opened, _tpl("holding", min_gap_cm=5.0), object="cube") == "no"
 
 
+def test_open_fingers_around_an_object_are_never_asked_about():
+    """Seen from outside, open fingers standing either side of a cube look closed on it (a
+    reviewer read one such "no" as a grasp): neither the gripper's state nor a grasp of that
+    object is asked, while a grasp of another object still is."""
+    cube = _obj("cube", [0, 0, 0.82], [0.04, 0.04, 0.86])
+    can = _obj("can", [0.3, 0, 0.8], [0.36, 0.06, 0.92])
+    around = _evidence([cube, can], gripper={"state": "open", "opening_m": 0.08, "holding": None, "between": "cube"})
+    assert _answer(around, _tpl("gripper_closed")) is None
+    assert _answer(around, _tpl("holding", min_gap_cm=5.0), object="cube") is None
+    assert _answer(around, _tpl("holding", min_gap_cm=5.0), object="can") == "no"
+
+
 def _clip(states: list[str | None], heights: list[float] | None = None) -> FactTable:
     cube = _obj("cube", [0, 0, 0.82], [0.04, 0.04, 0.86])
     timeline = [{"gripper": {"state": s, "opening_m": 0.05, "holding": None},

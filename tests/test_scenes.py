@@ -340,3 +340,35 @@ def test_what_an_object_rests_on_is_asked_only_beside_another_holder(room):
                 assert answer is None and "nothing to tell it from" in why["reason"]
                 return
     pytest.fail("the room build asks no support question")
+
+
+@pytest.mark.parametrize("pair", [("mug", "duck"), ("ball", "jenga block"), ("lego brick", "cube")])
+def test_two_objects_set_into_one_tabletop_tray_both_rest_in_it(pair):
+    """A tabletop tray may hold two objects side by side (so "which are in a tray" has answers of
+    more than one): both settle inside it, not on its rim or on each other."""
+    from forge.artifact_types import BodySpec, CameraSpec, SceneSpec
+    from forge_resources.pybullet_sim import SceneSimulator
+    from forge_skills.collect.layout import make_object
+    from forge_skills.collect.tabletop import TABLE_TOP_Z, TRAY_SCALE, _tray_slots
+
+    cat = catalogue()
+    yaw = 0.9
+    picks = [("red", pair[0]), ("blue", pair[1]), ("green", "cube")]
+    slots: list = []
+    for seed in range(20):  # a seed whose draw pairs them
+        slots = _tray_slots(np.random.default_rng(seed), 0.1, 0.0, yaw, picks, 0)
+        if len(slots) == 2:
+            break
+    assert len(slots) == 2
+    assert len(_tray_slots(np.random.default_rng(0), 0.1, 0.0, yaw, [("red", "soccer ball"), *picks], 0)) == 1
+    bodies = [BodySpec(name="table", category="table", urdf="table/table.urdf", position=[0, 0, 0]),
+              BodySpec(name="tray 1", category="tray", urdf=cat["furniture"]["tray"]["urdf"],
+                       position=[0.1, 0.0, TABLE_TOP_Z], yaw=yaw, scale=TRAY_SCALE)]
+    objects = [make_object(cat, c, k, "tabletop", x, y, 0.3, z=z) for (x, y, z), (c, k) in zip(slots, picks)]
+    spec = SceneSpec(source_kind="test", scene_index=0, seed=0, robot="none", objects=objects,
+                     cameras=[CameraSpec(index=0, eye=[1.0, 0.0, 1.2], target=[0.1, 0, 0.6], fov=45.0, width=64, height=48)],
+                     layout="tabletop", bodies=bodies, support_height=TABLE_TOP_Z)
+    with SceneSimulator() as sim:
+        sim.reset_to_scene(spec)
+        support = {o.name: o.support for o in sim.read_state(spec)}
+    assert support == {f"red {pair[0]}": "tray 1", f"blue {pair[1]}": "tray 1"}, support

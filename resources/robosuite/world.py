@@ -20,6 +20,7 @@ OBJECT_IDS = 100  # segmentation value of the first object; statics count from 1
 STATIC_PREFIXES = (("robot0_", "robot"), ("mount0", "robot"), ("table", "table"), ("bin", "bin"), ("peg", "peg"))
 GRIPPER_PREFIX = "gripper0"  # the gripper's bodies, inside the robot's tree, are a static of their own
 OPEN_M, CLOSED_M = 0.07, 0.056  # finger opening (metres) read as open / closed (Panda: 0.08 fully open)
+FINGER_REACH_M = 0.02  # how far below the fingers' body centres their pads reach
 
 
 @dataclass
@@ -288,6 +289,7 @@ class World:
                         touched[side].add(owner[other])
         both = touched["left"] & touched["right"]
         holding = sorted(both)[0] if len(both) == 1 else None
+        between = self._between_fingers(sides) if holding is None else None
         closing = command is not None and command > 0
         if opening >= OPEN_M and not closing:
             state = "open"
@@ -295,5 +297,26 @@ class World:
             state = "closed"
         else:
             state = None
-        return {"opening_m": round(opening, 5), "state": state, "holding": holding,
+        return {"opening_m": round(opening, 5), "state": state, "holding": holding, "between": between,
                 "command": None if command is None else round(float(command), 3)}
+
+    def _between_fingers(self, sides: dict[str, set[int]]) -> str | None:
+        """The object standing in the gap between the fingers without being gripped: seen from
+        outside, open fingers around it look just like a grasp. An object is in the gap when the
+        bounding sphere of one of its geoms crosses the line between the two fingers' centres
+        (widened by FINGER_REACH_M: the centres lie above the tips)."""
+        if not sides["left"] or not sides["right"]:
+            return None
+        left = np.mean([self.data.xpos[b] for b in sides["left"]], axis=0)
+        right = np.mean([self.data.xpos[b] for b in sides["right"]], axis=0)
+        span = right - left
+        length2 = float(span @ span)
+        if length2 <= 0.0:
+            return None
+        for obj in self.objects:
+            for g in obj.geoms:
+                c = np.asarray(self.data.geom_xpos[g])
+                t = float((c - left) @ span) / length2
+                if 0.0 < t < 1.0 and np.linalg.norm(c - (left + t * span)) < self.model.geom_rbound[g] + FINGER_REACH_M:
+                    return obj.name
+        return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from forge.artifact_types import Blueprint, BodySpec, CameraSpec, SceneSpec
 from forge.skills import SkillContext, skill
 from forge_skills.collect.layout import (SceneParams, catalogue_file, has_states, make_object, pick_objects, placements,
@@ -15,6 +17,8 @@ AREA_X = (-0.30, 0.45)
 AREA_Y = (-0.36, 0.36)
 MIN_SEPARATION = 0.13
 TRAY_SCALE = 0.5  # a 30 cm tray on the table
+PAIR_OFFSET = 0.07  # two objects in one tray stand this far either side of its centre
+TOO_BIG_TO_SHARE = {"soccer ball", "teddy bear"}  # fills a tray on its own
 ARM_FACING_YAW = 90.0  # pybullet orbit yaw that puts the camera on the +x side, facing the arm
 
 
@@ -38,10 +42,10 @@ def plan_tabletop_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneS
     spots: list[tuple[float, float, float | None]] = []
     taken: list[tuple[float, float, float]] = []
     for k, (x, y) in enumerate(placements(rng, n_trays, AREA_X, AREA_Y, 0.4)):
+        yaw = float(rng.uniform(0, 1.57))
         bodies.append(BodySpec(name=f"tray {k + 1}", category="tray", urdf=cat["furniture"]["tray"]["urdf"],
-                               position=[round(x, 4), round(y, 4), TABLE_TOP_Z], yaw=round(float(rng.uniform(0, 1.57)), 4),
-                               scale=TRAY_SCALE))
-        spots.append((x, y, TABLE_TOP_Z + 0.01))  # one object set into each tray
+                               position=[round(x, 4), round(y, 4), TABLE_TOP_Z], yaw=round(yaw, 4), scale=TRAY_SCALE))
+        spots += _tray_slots(rng, x, y, yaw, picks, len(spots))
         taken.append((x, y, 0.22))
     free = placements(rng, len(picks) - len(spots), AREA_X, AREA_Y, MIN_SEPARATION, taken)
     spots += [(x, y, None) for x, y in free]
@@ -53,6 +57,20 @@ def plan_tabletop_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneS
     cameras = _camera_rig(rng, src["views"], src["image"]["width"], src["image"]["height"])
     return [SceneSpec(source_kind=src["kind"], scene_index=index, seed=seed, robot=src["robot"], objects=objects,
                       cameras=cameras, layout="tabletop", bodies=bodies, support_height=TABLE_TOP_Z)]
+
+
+def _tray_slots(rng, x: float, y: float, yaw: float, picks: list[tuple[str, str]], used: int
+                ) -> list[tuple[float, float, float | None]]:
+    """Where objects go into one tray: one at its centre, or (half the time, when the next two
+    picks are small enough to share it) two side by side along the tray's axis. Trays holding
+    two give "which of these are in a tray" answers of more than one object, and a tray check
+    where another object shares the tray."""
+    z = TABLE_TOP_Z + 0.01
+    pair = picks[used:used + 2]
+    if len(picks) - used >= 3 and len(pair) == 2 and not {k for _, k in pair} & TOO_BIG_TO_SHARE and rng.random() < 0.5:
+        dx, dy = PAIR_OFFSET * math.cos(yaw), PAIR_OFFSET * math.sin(yaw)
+        return [(x - dx, y - dy, z), (x + dx, y + dy, z)]
+    return [(x, y, z)]
 
 
 def _camera_rig(rng, views: int, width: int, height: int) -> list[CameraSpec]:

@@ -123,8 +123,9 @@ def _named_gripper(gripper: dict | None, naming: dict) -> dict | None:
     """The gripper record with the held object under the name items show."""
     if gripper is None:
         return None
-    held = gripper.get("holding")
-    return {**gripper, "holding": naming[held].name if held in naming else None}
+    held, between = gripper.get("holding"), gripper.get("between")
+    return {**gripper, "holding": naming[held].name if held in naming else None,
+            "between": naming[between].name if between in naming else between}
 
 
 def truncation(lo: list[float], hi: list[float], view: np.ndarray, proj: np.ndarray, width: int, height: int,

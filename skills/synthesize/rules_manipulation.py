@@ -75,6 +75,8 @@ def _gripper_closed_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl:
         return None, {"reason": why}
     if grip.get("state") not in ("open", "closed"):
         return None, {"reason": f"the fingers are moving ({grip['opening_m'] * 100:.1f} cm apart)"}
+    if grip["state"] == "open" and grip.get("between"):
+        return None, {"reason": f"the {grip['between']} stands between the open fingers: from outside they look closed on it"}
     return ("yes" if grip["state"] == "closed" else "no"), {"state": grip["state"], "opening_m": grip["opening_m"]}
 
 
@@ -99,6 +101,8 @@ def _holding_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
     if held == obj:
         return "yes", {"holding": held}
     if held is None and grip["state"] == "open":
+        if grip.get("between") == obj:
+            return None, {"reason": f"the {obj} stands between the open fingers: it looks held"}
         return "no", {"holding": None}
     if held is not None and box_gap_m(ft, obj, held) * 100.0 >= _adm(tpl, "min_gap_cm", 0.0):
         return "no", {"holding": held}

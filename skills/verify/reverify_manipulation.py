@@ -71,6 +71,8 @@ def gripper_closed(template, slots, view, source, arrays):
     grip = source.get("gripper")
     if grip is None or _gripper_px(source, view) < template["admission"].get("min_gripper_pixels", 1):
         return None
+    if grip.get("state") == "open" and grip.get("between"):
+        return None  # open fingers around an object look closed on it
     return {"closed": "yes", "open": "no"}.get(grip.get("state"))
 
 
@@ -88,6 +90,8 @@ def holding(template, slots, view, source, arrays):
     if held == obj["name"]:
         return "yes"
     if held is None:
+        if shown.get(grip.get("between")) == obj["name"]:
+            return None  # between the open fingers it looks held
         return "no" if grip["state"] == "open" else None
     return "no" if _gap_cm(obj, objs[held]) >= adm.get("min_gap_cm", 0.0) else None
 

@@ -93,6 +93,18 @@ def test_the_gripper_is_open_then_closed_on_the_lifted_cube():
     assert mid["state"] == "open" and mid["holding"] is None and mid["opening_m"] > 0.07
 
 
+def test_open_fingers_lowered_around_the_cube_have_it_between_them():
+    """The last open moment before the grasp has the cube between the fingers (it looks held
+    from outside); the first moments, with the gripper high above, have nothing there."""
+    demo, scene, world = _world("Lift")
+    opened = [i for i in range(len(demo)) if demo.actions[i][-1] < 0]
+    last_open = max(i for i in opened if i < next(i for i in range(len(demo)) if demo.actions[i][-1] > 0))
+    scene.set(last_open)
+    assert world.gripper(float(demo.actions[last_open][-1]))["between"] == "cube"
+    scene.set(0)
+    assert world.gripper(float(demo.actions[0][-1]))["between"] is None
+
+
 def test_the_stacked_cube_rests_on_the_other_and_the_door_ends_open():
     demo, scene, world = _world("Stack")
     scene.set(len(demo) - 1)
