@@ -19,6 +19,7 @@ from forge.artifact_types import Blueprint, OEItem, Package
 from forge.keys import digest
 from forge.skills import SkillContext, skill
 from forge_skills.verify.gates import source_quotas, split_targets
+from forge_skills.synthesize.marker_place import marked_answer_place
 from forge_skills.synthesize.difficulty import BANDS, band_quotas, mix_report, steered, template_quotas
 
 
@@ -200,17 +201,11 @@ def _round_robin_counts(sizes: list[int], n: int) -> list[int]:
 
 
 def _marker_place(item: OEItem) -> str:
-    """Where the answer's marker lies among the others (how many lie left of it, how many below),
-    where the answer is a marked object; "" otherwise. Within an answer, places take turns in a
-    release: bands are not spread evenly over marker places (the nearer of two is easy when it
-    also stands lower), and drawing towards a band must not let the markers' places give the
-    answer."""
-    mark = next((m for m in item.markers if m.get("label") == item.answer), None)
-    if mark is None:
-        return ""
-    left = sum(m["x"] < mark["x"] for m in item.markers)
-    below = sum(m["y"] > mark["y"] for m in item.markers)
-    return f"{left},{below}"
+    """Where the answer's marker lies among the others, where the answer is a marked object; ""
+    otherwise. Within an answer, places take turns in a release: bands are not spread evenly
+    over marker places (the nearer of two is easy when it also stands lower), and drawing
+    towards a band must not let the markers' places give the answer."""
+    return marked_answer_place(item.markers, item.answer)
 
 
 def _interleave_answers(pool: list[tuple[str, OEItem]]) -> list[tuple[str, OEItem]]:

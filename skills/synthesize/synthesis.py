@@ -17,6 +17,7 @@ from forge_skills.synthesize.admission import (SINGULAR, admission_problem, mark
                                                question_kinds, shown_views)
 from forge_skills.synthesize.answer_rules import Candidate, FactTable, rule_for
 from forge_skills.synthesize.difficulty import BANDS
+from forge_skills.synthesize.marker_place import place_among
 from forge_skills.synthesize.conventions import instruction, statements
 from forge_skills.synthesize.rules_scene import singular
 from forge_skills.package.media import draw_markers, draw_scale_bar, marker_layout, panel, path_plot
@@ -115,25 +116,18 @@ def _candidate_rng(tpl: dict[str, Any], evidence_id: str) -> np.random.Generator
     return np.random.default_rng(int(digest(asks, evidence_id)[:16], 16))
 
 
-def _marker_place(ft: FactTable, view: int | None, cand: Candidate) -> tuple[int, int] | None:
-    """Where the answer's marker lies among the others: how many markers lie left of it, and how
-    many below it, for a question whose options are the labels of marked objects; None for any
-    other question. Ranks, not "leftmost or not": with four markers, turns between leftmost and
-    not would make the leftmost marker the answer half the time."""
+def _marker_place(ft: FactTable, view: int | None, cand: Candidate) -> str:
+    """Where the answer's marker lies among the others (:func:`place_among`), for a question
+    whose options are the labels of marked objects; "" for any other question."""
     marked = cand.slots.get("marked")
     answer = cand.answer
     if view is None or not isinstance(marked, list) or len(answer) != 1 or not "A" <= answer <= "Z":
-        return None
+        return ""
     i = ord(answer) - ord("A")
     centers = [ft.fact(o, view).center_2d for o in marked]
     if i >= len(marked) or any(c is None for c in centers):
-        return None
-    xs, ys = [c[0] for c in centers], [c[1] for c in centers]
-    return sum(x < xs[i] for x in xs), sum(y > ys[i] for y in ys)
-
-
-def _place_text(place: tuple[int, int] | None) -> str:
-    return "" if place is None else f"{place[0]},{place[1]}"
+        return ""
+    return place_among([(float(c[0]), float(c[1])) for c in centers], i)
 
 
 def _select(cands: list[Candidate], k: int, rng, admit, place=lambda c: None,
@@ -241,7 +235,7 @@ def presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, vi
         "kinds": question_kinds(ft, tpl, cand.slots),
         # Where the answer's marker lies among the others: allocation keeps answers taking turns
         # by it, as binding did, so that drawing towards a band does not make the markers answer.
-        "answer_place": _place_text(_marker_place(ft, view, cand)),
+        "answer_place": _marker_place(ft, view, cand),
         # Items on the same media whose answers read the same quantity of nested referents
         # determine each other (the independence gate keeps one of them).
         "determinant": {"quantity": rule_for(tpl).quantity_of(tpl), "evidence": evidence_id,
