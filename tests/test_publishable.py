@@ -285,7 +285,9 @@ def test_a_name_a_look_alike_in_view_could_answer_to_is_not_asked(wide):
                            for o in alone]
                 bad = FactTable(ev.model_copy(update={"objects": objects}))
                 why = admission_problem(bad, tpl, view, slots)
-                assert why is not None and "look-alikes" in why, (tid, slots, why)
+                # (Admission may meet another problem of the planted object first: seen only in part.)
+                assert why is not None and "look-alikes" in (kind_lookalike_problem(bad, tpl, view, slots) or ""), \
+                    (tid, slots, why)
                 # The same pair in other colours is told apart by colour.
                 apart = [o.model_copy(update={"color": "purple" if colour != "purple" else "orange"})
                          if o.name == other else o for o in objects]
@@ -382,16 +384,45 @@ def leaky(tmp_path_factory):
 
 
 def test_c1_flags_templates_whose_markers_give_the_answer(leaky):
+    """Where the answer's marker mostly sits higher (the farther of two on a table top) or lower
+    (the larger), the balance gate and allocation keep it as often low as high, and the marker
+    solver is left at chance; where no answer sits on the other marker, nothing is drawn. (Rings
+    whose size gives the answer are flagged by C1: the next test.)"""
     with Store(leaky["store"], read_only=True) as s:
         failed = {t: json.loads(d) for t, d in s.execute(
             "SELECT template, details FROM gate_decisions WHERE gate = 'C1' AND subject_type = 'Template' "
             "AND decision = 'fail'").fetchall()}
+        places = [p for (p,) in s.execute(
+            "SELECT json_extract_string(content, '$.presentation.answer_place') FROM artifacts "
+            "WHERE type = 'Binding' AND json_extract_string(content, '$.template') = 'marked_farther_choice'"
+        ).fetchall()]
         released = {json.loads(x)["template"] for x in open(Path(leaky["summary"]["package_path"]) / "answers.jsonl")}
-    for tid in ("marked_farther_choice", "marked_larger_choice"):
-        report = blind_report(_items(leaky["store"], tid))
-        assert report["best_solver"] == "marker_geometry" and report["best_accuracy"] > 0.9, (tid, report)
-        assert failed[tid]["best_solver"] == "marker_geometry", tid
-        assert tid not in released
+    # Larger: the bigger of two objects is the lower marker in every binding: none is drawn.
+    assert not _items(leaky["store"], "marked_larger_choice") and "marked_larger_choice" not in released
+    # Farther: the answer is the upper marker in most bindings, but not in the items made.
+    upper = sum(p.split(",")[1] == "1" for p in places) / len(places)
+    assert len(places) >= 40 and upper > 0.7, (len(places), upper)
+    made = _items(leaky["store"], "marked_farther_choice")
+    assert made and blind_report(made)["accuracies"]["marker_geometry"] <= 0.6
+    assert "marked_farther_choice" not in failed
+
+
+def test_c1_flags_rings_whose_size_gives_the_answer():
+    """Rings drawn at the size of the object's box answer "which is larger" with no look at the
+    picture, wherever the markers stand: C1's marker-only solver reads the ring sizes and the
+    template is held back."""
+    from forge.gatelog import GateLog
+    from forge_skills.verify.gates import blind_evaluation
+
+    items = {}
+    for i, it in enumerate(_marked_pairs(120, 0.5)):
+        markers = [dict(m, r=0.15 if m["label"] == it.answer else 0.1) for m in it.markers]
+        items[digest(("ring", i))[:12]] = it.model_copy(update={"template": "ringed", "markers": markers})
+    settings = {"min_blind_items": 10, "blind_margin": 0.05, "blind_alpha": 0.05}
+    kept, reports = blind_evaluation(GateLog("t"), items, settings)
+    assert not kept and reports["ringed"]["flagged"] and reports["ringed"]["best_solver"] == "marker_geometry"
+    even = {i: it.model_copy(update={"markers": [dict(m, r=0.1) for m in it.markers]}) for i, it in items.items()}
+    assert len(blind_evaluation(GateLog("t"), even, settings)[0]) == len(items)
 
 
 def test_rings_share_one_size_and_the_marker_solver_stays_at_chance_elsewhere(wide):
@@ -768,6 +799,40 @@ def test_one_of_three_in_a_tray_and_a_clear_column_gap_are_glances():
     assert _call(30.0, 100.0, 320.0) == 0  # 9% of the width: clear, however far apart vertically
     assert _call(25.0, 100.0, 400.0) == 1  # 6%: a look
     assert _call(12.0, 10.0, 320.0) == 2
+
+
+def test_which_is_further_right_is_a_glance_when_the_two_do_not_overlap():
+    """Reviewers found a can plainly right of a milk carton (centres 7% of the width apart, their
+    boxes 4 px clear) one-glance, and two balls whose extents overlap a careful look whatever their
+    centres. A left/right call is easy when the extents do not overlap, and at least medium when
+    they do."""
+    from forge_skills.synthesize.difficulty import _pair_call
+
+    can, milk = [162, 70, 182, 105], [138, 60, 158, 105]
+    assert _pair_call(milk, can, 0, 22.0, 5.0, 320.0) == 0
+    wide_ball, small_ball = [80, 100, 112, 130], [105, 90, 121, 106]
+    assert _pair_call(wide_ball, small_ball, 0, 12.0, 19.0, 320.0) == 2
+    assert _pair_call(wide_ball, small_ball, 0, 30.0, 19.0, 320.0) == 1  # a clear gap of centres, but overlapping
+    assert _pair_call([40, 10, 90, 40], [80, 150, 150, 200], 0, 60.0, 150.0, 320.0) == 1  # far apart, overlapping
+    assert _pair_call(None, None, 0, 30.0, 100.0, 320.0) == 0  # no boxes: by the centres
+
+
+def test_a_marked_kind_told_by_its_size_is_a_glance():
+    """"Which marked object is a harbor?" with a pier and a boat marked: reviewers found three such
+    items one-glance. Marked objects several times apart in area are easy; alike in size, medium."""
+    from forge.artifact_types import EvidenceObject, EvidenceView, ObjectViewFact
+    from forge_skills.synthesize.difficulty import by_marked_kinds
+
+    def table(px_a: int, px_b: int) -> FactTable:
+        objs = [EvidenceObject(name=n, category=c, color="") for n, c in (("ship #1", "ship"), ("harbor #2", "harbor"))]
+        facts = [ObjectViewFact(object=o.name, view=0, visible_pixels=px, in_frustum=True)
+                 for o, px in zip(objs, (px_a, px_b))]
+        view = EvidenceView(index=0, rgb="0" * 64, width=600, height=600, role="view")
+        return FactTable(EvidenceRecord(source="s", scene_index=0, views=[view], objects=objs, facts=facts))
+
+    why = {"labels": {"A": "ship #1", "B": "harbor #2"}}
+    assert by_marked_kinds(why, {}, table(900, 21000), 0) == "easy"
+    assert by_marked_kinds(why, {}, table(900, 1500), 0) == "medium"
 
 
 def test_a_view_offers_its_demanding_questions_first():

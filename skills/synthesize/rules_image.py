@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from forge_skills.synthesize.difficulty import constant
+from forge_skills.synthesize.difficulty import by_marked_kinds, constant
 from forge_skills.synthesize.answer_rules import (Candidate, Derivation, FactTable, Rule, _adm, register,
                                                   separated_pairs)
 from forge_skills.synthesize.rules_scene import plural
@@ -153,7 +153,7 @@ for _rule in (
     Rule("marked_distance", _marked_distance_candidates, _marked_distance_derive, ("marked",), ("numeric",),
          conventions=("scale", "separation"), difficulty=constant("hard")),
     Rule("category_grounding", _category_grounding_candidates, _category_grounding_derive, ("category", "marked"),
-         ("grounding_choice",)),
+         ("grounding_choice",), difficulty=by_marked_kinds),
     Rule("capture_order", _capture_order_candidates, _capture_order_derive, ("pair",), ("temporal_choice",)),
     Rule("stereo_side", _stereo_side_candidates, _stereo_side_derive, ("pair",), ("multi_view_choice",),
          difficulty=constant("hard")),
