@@ -880,9 +880,10 @@ def test_an_absence_is_as_hard_as_the_look_alikes_in_view(wide):
 
 
 def test_which_listed_objects_are_in_view_is_as_hard_as_its_absent_look_alikes(wide):
-    """"Which of these are in the picture?" over a lone teddy bear and three things unlike it is a
-    glance; each absent option that shares a kind or colour with something in view must be ruled
-    out with care."""
+    """"Which of these are in the picture?" over a lone teddy bear and three things unlike it in
+    colour is a glance; each absent option that shares a colour with something in view must be
+    ruled out with care (its kind read), and one sharing its kind too asks more."""
+    from forge_skills.synthesize.difficulty import absence_band
     tpl = _template("visible_set_multi")
     rule = rule_for(tpl)
     cases = set()
@@ -893,8 +894,10 @@ def test_which_listed_objects_are_in_view_is_as_hard_as_its_absent_look_alikes(w
             absent = [o for o in ft.objects if ft.fact(o, view).visible_pixels == 0]
             if not seen:
                 continue
-            plain = [o for o in absent if not confusers(ft, o, seen)]
-            alike = [o for o in absent if confusers(ft, o, seen)]
+            plain = [o for o in absent if absence_band(ft, o, seen) == 0]
+            alike = [o for o in absent if absence_band(ft, o, seen) == 1]
+            both = [o for o in absent if absence_band(ft, o, seen) == 2]
+            assert all("colour" in confusers(ft, o, seen) for o in alike + both)
 
             def rate(listed: list[str]) -> str:
                 shown = {o: ft.fact(o, view).visible_pixels for o in listed}
@@ -905,8 +908,8 @@ def test_which_listed_objects_are_in_view_is_as_hard_as_its_absent_look_alikes(w
             if alike:
                 assert rate([seen[0], alike[0], *plain]) == "medium"
                 cases.add("medium")
-            if len(alike) > 1:
-                assert rate([seen[0], *alike]) == "hard"
+            if len(alike) > 1 or both:
+                assert rate([seen[0], *(both[:1] or alike)]) == "hard"
                 cases.add("hard")
     assert cases == {"easy", "medium", "hard"}, cases
 

@@ -261,18 +261,19 @@ def by_contrast(derive: Callable[..., tuple[Any, dict[str, Any]]]) -> Rater:
 
 
 def by_absent_lookalikes(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
-    """Which listed objects are in view: as demanding as the absent options that look like
-    something in view (its kind or its colour); none easy, one medium, two or more hard. Listed
-    beside what is in view, an absent one of a shown kind must be told from it by colour, unlike
-    a single absence check, where colour is scanned first. (Rated by colour alone, the hard
-    items drawn listed small kinds, seldom clear at room scale, mostly as absent: the names alone
-    then told which were in view.)"""
+    """Which listed objects are in view: as demanding as ruling out its absent options, each
+    rated as a single absence is (:func:`absence_band`: colour is scanned first, so an absent
+    option sharing a colour with something in view takes a look, and more so beside another of
+    its kind too); the sum of those, capped at hard. A kind-mate of another colour is ruled out
+    at a glance: reviewers found "red soccer ball" listed beside a purple one in view one-glance.
+    (Rated by colour, lists once drew small kinds, seldom clear at room scale, mostly as absent;
+    the balance gate now keeps every listed word chosen about as often as the rest.)"""
     shown = why.get("visible_pixels")
     if not shown or view is None:
         return "medium"
     seen = ft.visible(view, int(tpl["admission"].get("min_visible_pixels", 1)))
-    alike = sum(1 for o, px in shown.items() if px == 0 and confusers(ft, o, [n for n in seen if n != o]))
-    return BANDS[min(2, alike)]
+    total = sum(absence_band(ft, o, [n for n in seen if n != o]) for o, px in shown.items() if px == 0)
+    return BANDS[min(2, total)]
 
 
 def constant(band: str) -> Rater:
