@@ -479,7 +479,9 @@ def balance_answers(log: GateLog, items: dict[str, OEItem], slack: float, min_it
     category named cannot give the answer away: a state question about mugs is upright as often
     as lying). Kinds with few items are balanced together. Which items are kept is decided by
     id, so the choice is reproducible. Templates with fewer than ``min_items`` items are left
-    alone (too few to show a prior, as for the blind gate)."""
+    alone (too few to show a prior, as for the blind gate). Then what beside the answer text
+    could give it is evened out too: where the answer's marker sits among the others, and which
+    words of a select-all list are chosen."""
     by_template: dict[str, list[str]] = {}
     kept: list[str] = []
     repeats: dict[str, list[str]] = {}
@@ -573,7 +575,7 @@ def place_balanced(ids: list[str], place_of: Callable[[str], str], slack: float)
     lowest marker cannot be the answer more often than chance). Ids without a place are kept."""
     kept = list(ids)
     for axis in (1, 0):  # down first: the nearer of two is mostly the lower
-        ranks: dict[str, list[str]] = {}
+        ranks: dict[int, list[str]] = {}
         markers = 0
         for i in kept:
             parts = place_of(i).split(",")
