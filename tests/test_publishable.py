@@ -66,6 +66,11 @@ def _admitted(ev: EvidenceRecord, tid: str, limit: int = 50) -> list[tuple[int, 
 
 
 def _with_fact(ev: EvidenceRecord, name: str, view: int, **changes) -> EvidenceRecord:
+    """The evidence with one object's fact in one view changed; an object moved (a new centre)
+    without a box of its own gets a 16 px box around its new centre (a small object there)."""
+    if "center_2d" in changes and "bbox_2d" not in changes:
+        x, y = changes["center_2d"]
+        changes["bbox_2d"] = [x - 8.0, y - 8.0, x + 8.0, y + 8.0]
     facts = [f.model_copy(update=changes) if (f.object, f.view) == (name, view) else f for f in ev.facts]
     return ev.model_copy(update={"facts": facts})
 
@@ -383,11 +388,11 @@ def leaky(tmp_path_factory):
     return {"store": root / "store", "summary": summary}
 
 
-def test_c1_flags_templates_whose_markers_give_the_answer(leaky):
+def test_markers_whose_places_give_the_answer_are_held_back(leaky):
     """Where the answer's marker mostly sits higher (the farther of two on a table top) or lower
     (the larger), the balance gate and allocation keep it as often low as high, and the marker
-    solver is left at chance; where no answer sits on the other marker, nothing is drawn. (Rings
-    whose size gives the answer are flagged by C1: the next test.)"""
+    solver is left at chance; where almost no answer sits on the other marker, almost nothing is
+    drawn. (Rings whose size gives the answer are flagged by C1: the next test.)"""
     with Store(leaky["store"], read_only=True) as s:
         failed = {t: json.loads(d) for t, d in s.execute(
             "SELECT template, details FROM gate_decisions WHERE gate = 'C1' AND subject_type = 'Template' "
@@ -396,9 +401,10 @@ def test_c1_flags_templates_whose_markers_give_the_answer(leaky):
             "SELECT json_extract_string(content, '$.presentation.answer_place') FROM artifacts "
             "WHERE type = 'Binding' AND json_extract_string(content, '$.template') = 'marked_farther_choice'"
         ).fetchall()]
-        released = {json.loads(x)["template"] for x in open(Path(leaky["summary"]["package_path"]) / "answers.jsonl")}
-    # Larger: the bigger of two objects is the lower marker in every binding: none is drawn.
-    assert not _items(leaky["store"], "marked_larger_choice") and "marked_larger_choice" not in released
+    # Larger: the bigger of two objects is the lower marker in almost every binding: few are drawn,
+    # and the markers do not tell which.
+    larger = _items(leaky["store"], "marked_larger_choice")
+    assert len(larger) <= 4 and (not larger or blind_report(larger)["accuracies"]["marker_geometry"] <= 0.6)
     # Farther: the answer is the upper marker in most bindings, but not in the items made.
     upper = sum(p.split(",")[1] == "1" for p in places) / len(places)
     assert len(places) >= 40 and upper > 0.7, (len(places), upper)
@@ -697,8 +703,8 @@ def test_a_count_beside_is_as_hard_as_its_closest_call(wide):
         why = {"count": 1, "anchor": anchor, "offsets_px": {a: xa - 150.0, b: xb - 150.0}}
         return rule.difficulty_of(why, tpl, FactTable(placed), view)
     assert band(100.0, 120.0) == "easy"  # 50 px clear, side by side
-    assert band(130.0, 120.0) == "medium"  # 20 px of 320
-    assert band(138.0, 120.0) == "hard"  # 12 px
+    assert band(130.0, 120.0) == "easy"  # 20 px of 320, side by side: 4 px clear of each other
+    assert band(138.0, 120.0) == "hard"  # 12 px: overlapping
     assert band(100.0, 10.0) == "easy"  # 50 px sideways (16% of the width), however far down
     assert band(124.0, 40.0) == "medium"  # 26 px sideways, 80 px down the picture
     assert band(125.0, 10.0) == "hard"  # 25 px sideways, 110 px down

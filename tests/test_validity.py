@@ -277,7 +277,8 @@ def test_select_all_answers_are_balanced_by_how_many_they_choose(wide):
     assert {answer_class(it) for it in items.values()} == {"1 chosen", "2 chosen"}
     kept = balance_answers(GateLog("t"), items, BALANCE_SLACK, 8)
     sizes = [len(items[i].answer_indices) for i in kept]
-    assert sizes.count(2) == 6 and sizes.count(1) <= 6 * (0.5 + BALANCE_SLACK) / (0.5 - BALANCE_SLACK) + 1, sizes
+    # (The listed words are evened out after: one more may go.)
+    assert 5 <= sizes.count(2) <= 6 and sizes.count(1) <= 6 * (0.5 + BALANCE_SLACK) / (0.5 - BALANCE_SLACK) + 1, sizes
 
 
 # -- 6. wording ------------------------------------------------------------------------------------------

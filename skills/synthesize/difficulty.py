@@ -101,17 +101,23 @@ def by_position(why: dict[str, Any], field: str, ft: Any, view: Any) -> str:
 
 
 def _pair_call(box_a: Any, box_b: Any, axis: int, along: float, across: float, side: float) -> int:
-    """0, 1 or 2 for telling which of two objects is further along one image axis: two objects
-    whose extents along it do not overlap are told apart at a glance (reviewers found a can
-    plainly right of a milk carton, centres 7% of the width apart, one-glance), and two whose
-    extents overlap ask a careful look whatever their centres (:func:`_call` grades it)."""
+    """0, 1 or 2 for telling which of two objects is further along one image axis: two side by
+    side (their extents across the axis overlap) with a gap between their extents along it are
+    told apart at a glance (reviewers found a can plainly right of a milk carton, centres 7% of
+    the width apart, one-glance); two whose extents along it overlap ask a careful look whatever
+    their centres; others, one high and one low in the picture, are graded by :func:`_call`."""
     if box_a is None or box_b is None:
         return _call(along, across, side)
-    lo_a, hi_a = float(box_a[axis]), float(box_a[axis + 2])
-    lo_b, hi_b = float(box_b[axis]), float(box_b[axis + 2])
-    if max(lo_b - hi_a, lo_a - hi_b) > 0:
+    if _gap(box_a, box_b, 1 - axis) < 0 < _gap(box_a, box_b, axis):
         return 0
-    return max(1, _call(along, across, side))
+    if _gap(box_a, box_b, axis) < 0:
+        return max(1, _call(along, across, side))
+    return _call(along, across, side)
+
+
+def _gap(box_a: Any, box_b: Any, axis: int) -> float:
+    """Pixels between two boxes (x0, y0, x1, y1) along an axis; negative where they overlap."""
+    return max(float(box_b[axis]) - float(box_a[axis + 2]), float(box_a[axis]) - float(box_b[axis + 2]))
 
 
 def by_count(why: dict[str, Any], tpl: dict[str, Any], ft: Any, view: Any) -> str:
