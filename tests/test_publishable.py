@@ -675,7 +675,9 @@ def test_which_is_further_left_is_hardest_between_objects_one_above_the_other(wi
     assert band(100, 180) == "easy"  # 80 px apart down the image
     closer = _with_fact(_with_fact(ev, a, view, center_2d=[100.0, 100.0]), b, view, center_2d=[125.0, 180.0])
     assert by_field({"values": {a: 100.0, b: 125.0}}, tpl, FactTable(closer), view) == "medium"  # 25 px, 80 down
-    assert band(40, 200) == "hard"  # 160 px
+    assert band(40, 200) == "easy"  # 160 px down, but 30 px (9%) sideways: still a glance
+    far = _with_fact(_with_fact(ev, a, view, center_2d=[100.0, 40.0]), b, view, center_2d=[125.0, 200.0])
+    assert by_field({"values": {a: 100.0, b: 125.0}}, tpl, FactTable(far), view) == "hard"  # 25 px, 160 down
     narrow = _with_fact(_with_fact(ev, a, view, center_2d=[100.0, 120.0]), b, view, center_2d=[112.0, 120.0])
     assert by_field({"values": {a: 100.0, b: 112.0}}, tpl, FactTable(narrow), view) == "hard"  # 12 px of 320
     # An extreme is rated by the answer against each other option, not by the other options' gaps.
@@ -803,6 +805,7 @@ def test_one_of_three_in_a_tray_and_a_clear_column_gap_are_glances():
     assert _select_difficulty({"selected": 1, "listed": 4}, {}, None, None) == "medium"
     assert _select_difficulty({"selected": 2, "listed": 4}, {}, None, None) == "hard"
     assert _call(30.0, 100.0, 320.0) == 0  # 9% of the width: clear, however far apart vertically
+    assert _call(22.0, 200.0, 240.0) == 0  # a topmost 22 px of 240 above the next, far to one side (dd31c3a9)
     assert _call(25.0, 100.0, 400.0) == 1  # 6%: a look
     assert _call(12.0, 10.0, 320.0) == 2
 
