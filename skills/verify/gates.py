@@ -569,6 +569,9 @@ def _balance_places(log: GateLog, template: str, ids: list[str], items: dict[str
     return kept
 
 
+PLACE_ITEMS_PER_MARKER = 8  # a template's marked answers are evened out by place from this many per marker
+
+
 def place_balanced(ids: list[str], place_of: Callable[[str], str], slack: float) -> list[str]:
     """``ids`` (in their order) less those whose answer's marker would sit at one rank, down or
     across the picture, in more than ``1 / markers + slack`` of them (every rank counted, so the
@@ -582,8 +585,8 @@ def place_balanced(ids: list[str], place_of: Callable[[str], str], slack: float)
             if len(parts) == 3:  # left, below, markers
                 ranks.setdefault(int(parts[axis]), []).append(i)
                 markers = max(markers, int(parts[2]))
-        if not ranks:
-            return kept
+        if not ranks or sum(len(v) for v in ranks.values()) < PLACE_ITEMS_PER_MARKER * markers:
+            return kept  # too few for the markers to show a prior (C1 still tests what there is)
         counts = [len(ranks.get(r, [])) for r in range(markers)]
         cap = balance_cap(counts, 1.0 / markers + slack)
         dropped = {i for members in ranks.values() for i in members[cap:]}
