@@ -175,8 +175,14 @@ def panel_blind_and_full(models: RoleContext, store: Any, groups: dict[str, list
             messages = [{"role": "system", "content": "Answer each question as its response format asks. You do not "
                                                       "see the images; give your best guess. Answer in JSON."},
                         {"role": "user", "content": text}]
-            got = models.client.ask(name, role, messages, PanelAnswers, stage="S5",
-                                    artifact=f"template:{template}:blind").output
+            # A member whose replies stay invalid after its retries is reported for the template, not
+            # fatal (as for judges): it is one blind solver among several.
+            try:
+                got = models.client.ask(name, role, messages, PanelAnswers, stage="S5",
+                                        artifact=f"template:{template}:blind").output
+            except ModelOutputError as exc:
+                panel[name] = {"model": role.model, "invalid_reply": str(exc).split("\n")[0]}
+                continue
             answers = {a.id: a.answer for a in got.answers}
             blind = sum(score_item(_key(by_id[i]), answers.get(i)) for i in blind_ids) / len(blind_ids)
             row: dict[str, Any] = {"model": role.model, "blind_items": len(blind_ids), "blind_accuracy": blind}
