@@ -182,7 +182,10 @@ def _select(targets: dict[str, int], items: list[tuple[str, OEItem]],
         for t in templates:
             groups: dict[str, dict[str, list[str]]] = {}
             for iid, it in _interleave_answers(by_cap[cap][t]):
-                groups.setdefault(it.answer, {}).setdefault(_marker_place(it), []).append(iid)
+                # Within an answer, places of its marker take turns: bands are not spread evenly over
+                # them (the nearer of two is easy when it also stands lower), and drawing towards a
+                # band must not let the markers' places give the answer.
+                groups.setdefault(it.answer, {}).setdefault(marked_answer_place(it.markers, it.answer), []).append(iid)
             chosen = steered([list(p.values()) for p in groups.values()], sum(per_template[t].values()),
                              lambda i: item[i].difficulty,
                              dict(per_template[t]))
@@ -198,14 +201,6 @@ def _round_robin_counts(sizes: list[int], n: int) -> list[int]:
             if counts[i] < s and sum(counts) < n:
                 counts[i] += 1
     return counts
-
-
-def _marker_place(item: OEItem) -> str:
-    """Where the answer's marker lies among the others, where the answer is a marked object; ""
-    otherwise. Within an answer, places take turns in a release: bands are not spread evenly
-    over marker places (the nearer of two is easy when it also stands lower), and drawing
-    towards a band must not let the markers' places give the answer."""
-    return marked_answer_place(item.markers, item.answer)
 
 
 def _interleave_answers(pool: list[tuple[str, OEItem]]) -> list[tuple[str, OEItem]]:

@@ -108,11 +108,10 @@ def _pair_call(box_a: Any, box_b: Any, axis: int, along: float, across: float, s
     their centres; others, one high and one low in the picture, are graded by :func:`_call`."""
     if box_a is None or box_b is None:
         return _call(along, across, side)
-    if _gap(box_a, box_b, 1 - axis) < 0 < _gap(box_a, box_b, axis):
+    gap = _gap(box_a, box_b, axis)
+    if _gap(box_a, box_b, 1 - axis) < 0 < gap:
         return 0
-    if _gap(box_a, box_b, axis) < 0:
-        return max(1, _call(along, across, side))
-    return _call(along, across, side)
+    return max(1, _call(along, across, side)) if gap < 0 else _call(along, across, side)
 
 
 def _gap(box_a: Any, box_b: Any, axis: int) -> float:

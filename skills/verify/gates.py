@@ -537,9 +537,9 @@ def _balance_listed_words(log: GateLog, template: str, ids: list[str], items: di
         for w, on in pairs:
             counts.setdefault(w, [0, 0])[0 if on else 1] += 1
     kept = list(ids)
+    on = sum(c[0] for c in counts.values())
+    total = sum(c[0] + c[1] for c in counts.values())
     while True:
-        on = sum(c[0] for c in counts.values())
-        total = sum(c[0] + c[1] for c in counts.values())
         if not total:
             return kept
         base = on / total
@@ -552,6 +552,7 @@ def _balance_listed_words(log: GateLog, template: str, ids: list[str], items: di
         kept.remove(victim)
         for w, o in listed[victim]:
             counts[w][0 if o else 1] -= 1
+            on, total = on - o, total - 1
         log.decide(GATE_BAL, victim, "OEItem", template, "fail",
                    {"reason": f"'{worst}' is listed {'chosen' if heavy else 'not chosen'} too often"})
 
