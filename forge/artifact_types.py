@@ -385,6 +385,8 @@ class Template(ArtifactContent):
     max_per_evidence: int
     file: str
     file_hash: str
+    code_version: str = Field("", description="hash of the registered code its items depend on: answer rule, "
+                                              "re-verifier, question type, scoring protocol")
 
     def summary(self) -> str:
         return f"{self.id} v{self.version} ({self.file})"

@@ -4,6 +4,11 @@ A skill's code version is a hash of its module's source, of the project modules 
 imports (transitively), and of the data files an invocation reads. The engine package
 ``forge`` is deliberately excluded (see ``ENGINE_FORMAT_VERSION``): editing the engine does not
 rebuild every artifact; bumping the format version does.
+
+Code a skill finds through the registry rather than by importing it (a plugin's answer rule,
+question type or scoring protocol) is outside that closure: an invocation names it among the
+files it reads (:func:`registered_code`, labels starting ``code ``), so editing it reruns the
+invocation and ``forge status`` names the component.
 """
 
 from __future__ import annotations
@@ -11,8 +16,10 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
-from functools import lru_cache
+import types
+from functools import lru_cache, partial
 from pathlib import Path
+from typing import Any
 
 from forge.keys import bytes_digest, digest, file_digest
 
@@ -101,10 +108,72 @@ def data_identity(data_files: dict[str, dict[str, str]]) -> dict[str, str]:
     return {label: entry["hash"] for label, entry in data_files.items()}
 
 
+CODE_LABEL = "code "  # data-file labels that name registered code, not data
+
+
+def registered_code(kind: str, name: str) -> dict[str, str]:
+    """The source files a registered component ``kind:name`` runs, as data-file labels -> paths:
+    the project modules defining it and the functions it holds (with the project modules they
+    import), and the module that registered it. Labels name the component and the module
+    (``code answer_rule:<rule> <package>.<module>``)."""
+    from forge import registry
+
+    obj = registry.lookup(kind, name)
+    modules = {m for root in sorted(_defining_modules(obj)) for m, _ in module_closure(root)}
+    modules.add(registry.origin(kind, name))
+    files = {}
+    for module in sorted(modules):
+        path = _module_file(module)
+        if path is not None and module.split(".")[0] in PROJECT_PACKAGES:
+            files[f"{CODE_LABEL}{kind}:{name} {module}"] = path
+    return files
+
+
+def code_label_file(label: str, recorded: str) -> str:
+    """Where a ``code`` label's module is now (a moved plugin is not a change); other labels keep
+    their recorded path."""
+    if not label.startswith(CODE_LABEL):
+        return recorded
+    return _module_file(label.rsplit(" ", 1)[-1]) or recorded
+
+
+def _defining_modules(obj: Any, depth: int = 2) -> set[str]:
+    """Project modules that define ``obj``: a module itself, a function's or class's module and
+    the functions its closure wraps (a rule built by a factory), or for an instance its class and
+    the functions its fields hold (a question type's solvers and chance)."""
+    found: set[str] = set()
+    if isinstance(obj, types.ModuleType):
+        found.add(obj.__name__)
+    elif isinstance(obj, partial):
+        found |= _defining_modules(obj.func, depth)
+    elif isinstance(obj, (types.FunctionType, types.MethodType, type)):
+        found.add(obj.__module__)
+        for cell in getattr(obj, "__closure__", None) or ():
+            try:
+                inner = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if depth and callable(inner):
+                found |= _defining_modules(inner, depth - 1)
+    elif isinstance(obj, (dict, list, tuple)):  # a table of functions (a world's checks)
+        for value in (obj.values() if isinstance(obj, dict) else obj):
+            if callable(value):
+                found |= _defining_modules(value, depth)
+    elif depth:
+        found.add(type(obj).__module__)
+        fields = vars(obj).values() if hasattr(obj, "__dict__") else ()
+        for value in fields:
+            for inner in (value.values() if isinstance(value, dict) else (value,)):
+                if callable(inner):
+                    found |= _defining_modules(inner, depth - 1)
+    return {m for m in found if m and m.split(".")[0] in PROJECT_PACKAGES}
+
+
 def clear_caches() -> None:
     """Forget cached module hashes (tests that edit skill sources in one process use this)."""
     _module_file.cache_clear()
     module_closure.cache_clear()
 
 
-__all__ = ["module_version", "data_files_version", "data_identity", "register_project_package", "clear_caches", "bytes_digest"]
+__all__ = ["module_version", "data_files_version", "data_identity", "register_project_package", "clear_caches",
+           "bytes_digest", "registered_code", "code_label_file", "CODE_LABEL"]

@@ -26,7 +26,7 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forge.artifact_types import ARTIFACT_TYPES, ArtifactContent
-from forge.codeversion import module_version
+from forge.codeversion import data_files_version, data_identity, module_version, registered_code
 from forge.errors import DefinitionError
 from forge.keys import RequirementId, digest, file_digest
 from forge.paths import list_files
@@ -79,19 +79,32 @@ class Outcome:
 
 CheckFn = Callable[..., Any]
 CHECKS: dict[str, CheckFn] = {}
+CHECK_CONSULTS: dict[str, tuple[str, ...]] = {}  # check -> registry kinds whose code it runs
 
 
-def check(name: str) -> Callable[[CheckFn], CheckFn]:
-    """Register a contract predicate: ``fn(content, ctx, **args) -> bool | Outcome``."""
+def check(name: str, consults: tuple[str, ...] = ()) -> Callable[[CheckFn], CheckFn]:
+    """Register a contract predicate: ``fn(content, ctx, **args) -> bool | Outcome``.
+    ``consults``: registry kinds whose entries it looks up and runs; their code is part of the
+    contract's version, so editing one re-verifies what the contract covers."""
 
     def decorate(fn: CheckFn) -> CheckFn:
         from forge.registry import register
 
         register("check", name, fn, origin=f"{fn.__module__}.{fn.__qualname__}")
         CHECKS[name] = fn
+        CHECK_CONSULTS[name] = tuple(consults)
         return fn
 
     return decorate
+
+
+def _consulted_code(kinds: list[str]) -> dict[str, str]:
+    """Hashes of the registered code of every entry of ``kinds``."""
+    from forge.registry import entries
+
+    files = {label: path for kind in kinds for name in sorted(entries(kind))
+             for label, path in registered_code(kind, name).items()}
+    return data_identity(data_files_version(files))
 
 
 class CheckContext:
@@ -153,9 +166,11 @@ class ContractBook:
             if dup:
                 raise DefinitionError(f"contracts for {type_name}: requirement ids defined twice: {sorted(dup)}")
             check_modules = sorted({CHECKS[r.check].__module__ for r in reqs})
+            consulted = sorted({k for r in reqs for k in CHECK_CONSULTS.get(r.check, ())})
             version = digest(
                 [file_digest(str(f)) for f, _ in found],
                 [module_version(m) if m.startswith("forge_") else m for m in check_modules],
+                *([_consulted_code(consulted)] if consulted else []),
             )
             contracts[type_name] = Contract(type_name, reqs, version, [str(f) for f, _ in found])
         return cls(contracts)

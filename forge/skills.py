@@ -26,9 +26,10 @@ import numpy as np
 from pydantic import BaseModel
 
 from forge.artifact_types import ArtifactContent
-from forge.codeversion import data_files_version, data_identity, module_version, register_project_package
+from forge.codeversion import data_files_version, data_identity, module_version, register_project_package, registered_code
 from forge.errors import DefinitionError, PrerequisiteError
 from forge.keys import canonical_json, digest
+from forge.registry import entries
 
 STAGES = ("S1", "S2", "S3", "S4", "S5")
 STAGE_NAMES = {
@@ -66,6 +67,7 @@ class SkillSpec:
     applies: Callable[..., bool] | None
     description: str
     parallel: bool = False
+    consults: tuple[str, ...] = ()  # registry kinds whose registered code the skill runs (see ``skill``)
     pool_from: int = 2  # the fewest invocations worth starting worker processes for
     keep_outputs: bool = True  # outputs stay in the driver's memory for the steps that read them next
 
@@ -77,7 +79,11 @@ class SkillSpec:
         return module_version(self.module)
 
     def data_files(self, params: dict[str, Any]) -> dict[str, dict[str, str]]:
-        return data_files_version(self.reads(params)) if self.reads else {}
+        files = dict(self.reads(params)) if self.reads else {}
+        for kind in self.consults:
+            for name in sorted(entries(kind)):
+                files.update(registered_code(kind, name))
+        return data_files_version(files) if files else {}
 
     def code_version(self, params: dict[str, Any]) -> str:
         return digest(self.module_version(), data_identity(self.data_files(params)))
@@ -232,6 +238,7 @@ def skill(
     parallel: bool = False,
     pool_from: int = 2,
     keep_outputs: bool = True,
+    consults: Iterable[str] = (),
     registry: SkillRegistry | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn`` as a skill. See the module docstring for the signature rules.
@@ -244,7 +251,9 @@ def skill(
     fewest invocations worth starting them for (a batch of a cheap skill smaller than that runs
     in the driver unless the workers are already running); ``keep_outputs=False``: outputs are
     recorded and not held in the driver's memory, for a skill whose outputs are many and mostly
-    unread (a later step loads the ones it takes from the store).
+    unread (a later step loads the ones it takes from the store); ``consults``: registry kinds
+    whose entries the skill looks up and runs (a plugin's scoring protocols): their source files
+    count as files every invocation reads, so editing one reruns it and ``forge status`` names it.
     """
     if stage not in STAGES:
         raise DefinitionError(f"skill {name!r}: stage must be one of {STAGES}, got {stage!r}")
@@ -255,7 +264,7 @@ def skill(
             name=name, stage=stage, fn=fn, inputs=inputs, output=output, params_model=params,
             requires=tuple(requires), reads=reads, expand=expand, applies=applies,
             description=(inspect.getdoc(fn) or "").split("\n")[0], parallel=parallel,
-            pool_from=pool_from, keep_outputs=keep_outputs,
+            pool_from=pool_from, keep_outputs=keep_outputs, consults=tuple(consults),
         )
         (registry or REGISTRY).add(spec)
         register_project_package(fn.__module__)

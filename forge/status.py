@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from forge.codeversion import data_files_version
+from forge.codeversion import CODE_LABEL, code_label_file, data_files_version
 from forge.contracts import ContractBook
 from forge.errors import ForgeError
 from forge.intent import load_intent
@@ -115,9 +115,11 @@ def _own_cause(run: dict[str, Any], module_version: str | None, current_params: 
     if module_version != run["module_version"]:
         return ("code", f"code of skill {skill} changed")
     if run["data_files"]:
-        now = data_files_version({label: e["path"] for label, e in run["data_files"].items()})
+        now = data_files_version({label: code_label_file(label, e["path"]) for label, e in run["data_files"].items()})
         for label, entry in run["data_files"].items():
             if now[label]["hash"] != entry["hash"]:
+                if label.startswith(CODE_LABEL):  # registered code the skill found through the registry
+                    return ("code", f"code of {label[len(CODE_LABEL):]} changed")
                 return ("data", f"{label} changed")
     if not run["inputs"] and skill in current_params and current_params[skill] != run["params"]:
         return ("data", f"intent {intent_path} changed")

@@ -138,3 +138,47 @@ def test_a_name_registered_twice_names_both_origins():
     with pytest.raises(DefinitionError, match=r"capability:planar_position is registered twice: by forge_shapes.* and by "
                                               r"lab_plugin"):
         register("capability", "planar_position", object(), origin="lab_plugin")
+
+
+def _forge(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "forge.cli", *args], capture_output=True, text=True, env=env, cwd=cwd)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_editing_a_plugins_scoring_protocol_and_answer_rule_is_stale_and_rebuilt(tmp_path):
+    """Code the engine finds through the registry (a plugin's answer rule and scoring protocol) is
+    part of the code version: ``forge status`` names it, and the rebuild ships the new scorer."""
+    import os
+    import shutil
+
+    _plugin_installed()
+    copy = tmp_path / "plugin"
+    shutil.copytree(ROOT / "tests" / "plugins" / "forge_shapes" / "forge_shapes", copy / "forge_shapes",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(copy)}  # the copy shadows the installed plugin
+    found = subprocess.run([sys.executable, "-c", "import forge_shapes; print(forge_shapes.__file__)"],
+                           capture_output=True, text=True, env=env)
+    assert found.stdout.strip() == str(copy / "forge_shapes" / "__init__.py")
+    intent = _intent(tmp_path)
+    build = ("build", str(intent), "--store", str(tmp_path / "store"), "--out", str(tmp_path / "out"), "--json")
+    package = Path(json.loads(_forge(*build, env=env, cwd=tmp_path).stdout)["package_path"])
+    shipped = package / "shapes_positions" / "protocols" / "relative_error.py"
+    protocol, rule = copy / "forge_shapes" / "protocols" / "relative_error.py", copy / "forge_shapes" / "position.py"
+    assert shipped.read_bytes() == protocol.read_bytes()
+
+    protocol.write_text(protocol.read_text().replace("+ 1e-9", "+ 1e-6"))
+    rule.write_text(rule.read_text() + "\n# margins reviewed\n")
+    status = json.loads(_forge("status", str(intent), "--store", str(tmp_path / "store"), "--json",
+                               env=env, cwd=tmp_path).stdout)
+    roots = {c["root"]: c for c in status["causes"] if c["cause"] == "code"}
+    assert roots.keys() == {"code of scoring_protocol:relative_error forge_shapes.protocols.relative_error changed",
+                            "code of answer_rule:image_position forge_shapes.position changed"}, status["causes"]
+    stale_types = {t for c in status["causes"] for t in c["types"]}
+    assert stale_types == {"Template", "Binding", "OEItem", "Package"}  # scenes and evidence are kept
+
+    rebuilt = Path(json.loads(_forge(*build, env=env, cwd=tmp_path).stdout)["package_path"])
+    assert (rebuilt / "shapes_positions" / "protocols" / "relative_error.py").read_bytes() == protocol.read_bytes()
+    status = json.loads(_forge("status", str(intent), "--store", str(tmp_path / "store"), "--json",
+                               env=env, cwd=tmp_path).stdout)
+    assert status["stale_artifacts"] == 0

@@ -83,7 +83,7 @@ def restorable(fn):
 
 # -- B2 ---------------------------------------------------------------------------------------
 
-@check("ie_variables_resolve")
+@check("ie_variables_resolve", consults=("ie_world_checks",))
 @per_world("ie_variables_resolve")
 @restorable
 def variables_resolve(task: IETask, ctx: CheckContext) -> Outcome:
@@ -161,7 +161,7 @@ def instruction_complete(task: IETask, ctx: CheckContext) -> Outcome:
     return Outcome(not bad, f"placeholder instruction: {bad[0]!r}" if bad else "")
 
 
-@check("ie_instruction_matches_goal")
+@check("ie_instruction_matches_goal", consults=("ie_world_checks",))
 @per_world("ie_instruction_matches_goal")
 @restorable
 def instruction_matches_goal(task: IETask, ctx: CheckContext) -> Outcome:
@@ -184,7 +184,7 @@ def instruction_matches_goal(task: IETask, ctx: CheckContext) -> Outcome:
     return Outcome(True, "")
 
 
-@check("ie_names_unambiguous")
+@check("ie_names_unambiguous", consults=("ie_world_checks",))
 @per_world("ie_names_unambiguous")
 @restorable
 def names_unambiguous(task: IETask, ctx: CheckContext) -> Outcome:
@@ -202,7 +202,7 @@ def names_unambiguous(task: IETask, ctx: CheckContext) -> Outcome:
     return Outcome(not problems, f"task {task.task_id}: " + "; ".join(problems[:4]) if problems else "")
 
 
-@check("ie_split_consistent")
+@check("ie_split_consistent", consults=("ie_world_checks",))
 @per_world("ie_split_consistent")
 def split_consistent(task: IETask, ctx: CheckContext) -> Outcome:
     """The split follows from the number of subtasks and the reference plan's length."""
@@ -225,7 +225,7 @@ def _run(env: HouseholdEnv, verifier: Verifier, steps: list[dict[str, Any]]) -> 
     return True, after, ""
 
 
-@check("ie_reference_completes")
+@check("ie_reference_completes", consults=("ie_world_checks",))
 @per_world("ie_reference_completes")
 @restorable
 def reference_completes(task: IETask, ctx: CheckContext) -> Outcome:
@@ -250,7 +250,7 @@ def reference_completes(task: IETask, ctx: CheckContext) -> Outcome:
     return Outcome(True, "")
 
 
-@check("ie_controls_fail")
+@check("ie_controls_fail", consults=("ie_world_checks",))
 @per_world("ie_controls_fail")
 @restorable
 def controls_fail(task: IETask, ctx: CheckContext) -> Outcome:
@@ -310,7 +310,7 @@ def _swap_receptacle(env: HouseholdEnv, steps: list[dict[str, Any]], targets: se
 
 # -- D2 ---------------------------------------------------------------------------------------
 
-@check("ie_state_restores")
+@check("ie_state_restores", consults=("ie_world_checks",))
 @per_world("ie_state_restores")
 def state_restores(task: IETask, ctx: CheckContext) -> Outcome:
     """Restoring the stored initial state gives it back exactly, also after the reference

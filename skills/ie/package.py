@@ -39,7 +39,8 @@ class IEPackageParams(BaseModel):
     admission: dict[str, Any] | None = Field(None, description="states and bindings tried and admitted, and why not")
 
 
-@skill("ie.package", stage="S5", params=IEPackageParams)
+# Another world lays out its own part of the package (``ie_world_package:<world>``).
+@skill("ie.package", stage="S5", params=IEPackageParams, consults=("ie_world_package",))
 def ie_package(ctx: SkillContext, blueprint: IEBlueprint, tasks: list[IETask]) -> list[Package]:
     """The composition's tasks with their states, hidden answers and a standalone verifier."""
     ids = ctx.input_ids["tasks"]

@@ -35,7 +35,8 @@ class PackageParams(BaseModel):
                                                                   "built-in backend")
 
 
-@skill("package.oe_package", stage="S5", params=PackageParams)
+# The package ships the source of the scoring protocols plugins register beside its scorer.
+@skill("package.oe_package", stage="S5", params=PackageParams, consults=("scoring_protocol",))
 def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> list[Package]:
     """Select the blueprint's composition from accepted items and lay out the package files."""
     from forge.review import review_summary

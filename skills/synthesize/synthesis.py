@@ -10,6 +10,8 @@ from pydantic import BaseModel
 
 from forge.artifact_types import Binding, Blueprint, EvidenceRecord, MediaRef, OEItem, Template
 from forge_skills.verify.gates import chosen_class, slot_objects
+from forge.codeversion import data_files_version, data_identity
+from forge.errors import DefinitionError
 from forge.keys import digest, file_digest
 from forge.skills import Output, SkillContext, skill
 from forge.vocabulary import answer_form, question_type
@@ -21,7 +23,7 @@ from forge_skills.synthesize.marker_place import place_among
 from forge_skills.synthesize.conventions import instruction, statements
 from forge_skills.synthesize.rules_scene import singular
 from forge_skills.package.media import draw_markers, draw_scale_bar, marker_layout, panel, path_plot
-from forge_skills.synthesize.templates import read_template, resolve_label
+from forge_skills.synthesize.templates import read_template, resolve_label, template_code
 
 SCENE_LAYOUTS = ("multi_view", "frames", "first_last", "top_down_forward")
 
@@ -31,11 +33,18 @@ class TemplateParams(BaseModel):
     label: str
 
 
-def _template_file(params: dict[str, Any]) -> dict[str, str]:
-    return {f"template:{params['label']}": str(resolve_label(params["label"]))}
+def _template_reads(params: dict[str, Any]) -> dict[str, str]:
+    """The template file and the registered code its items depend on (``template_code``)."""
+    path = resolve_label(params["label"])
+    files = {f"template:{params['label']}": str(path)}
+    try:
+        files.update(template_code(read_template(path)))
+    except DefinitionError:
+        pass  # the skill itself reports the template's fault when it runs
+    return files
 
 
-@skill("synthesize.load_template", stage="S4", params=TemplateParams, reads=_template_file)
+@skill("synthesize.load_template", stage="S4", params=TemplateParams, reads=_template_reads)
 def load_template(ctx: SkillContext, blueprint: Blueprint) -> list[Template]:
     """Read one expert template; emit it when the blueprint asks for its capability and type."""
     path = resolve_label(ctx.params.label)
@@ -45,7 +54,10 @@ def load_template(ctx: SkillContext, blueprint: Blueprint) -> list[Template]:
         return []
     if not wanted and (tpl.capability not in blueprint.capabilities or tpl.question_type not in blueprint.question_types):
         return []
-    return [Template(**tpl.model_dump(), file=ctx.params.label, file_hash=file_digest(str(path)))]
+    # The code version is part of the template, so its bindings and items are rebuilt when a
+    # rule, question type or protocol they depend on changes (and only theirs).
+    code = digest(data_identity(data_files_version(template_code(tpl))))
+    return [Template(**tpl.model_dump(), file=ctx.params.label, file_hash=file_digest(str(path)), code_version=code)]
 
 
 def _applies(template: Template, evidence: EvidenceRecord) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from forge.codeversion import registered_code
 from forge.errors import DefinitionError
 from forge.paths import list_files
 from forge.yamlfile import TEMPLATE_LIMITS, read_yaml
@@ -106,6 +107,24 @@ def read_template(path: Path) -> TemplateFile:
     if tpl.question_type not in question_types():
         raise DefinitionError(f"{path}: unknown question type {tpl.question_type!r}")
     return tpl
+
+
+def template_code(tpl: TemplateFile) -> dict[str, str]:
+    """The registered code a template's items depend on, as code labels -> source files: its answer
+    rule and that rule's re-verifier, its question type (solvers, chance, key checks) and the
+    scoring protocol the question type names when a plugin registers it (built-in protocols are
+    the scorer's own, which the package and the contracts import)."""
+    from forge.registry import entries
+
+    files: dict[str, str] = {}
+    rule = tpl.answer_rule.get("rule")
+    for kind, name in (("answer_rule", rule), ("rule_reverifier", rule), ("question_type", tpl.question_type)):
+        if isinstance(name, str) and name in entries(kind):
+            files.update(registered_code(kind, name))
+    protocol = getattr(entries("question_type").get(tpl.question_type), "protocol", None)
+    if isinstance(protocol, str) and protocol in entries("scoring_protocol"):
+        files.update(registered_code("scoring_protocol", protocol))
+    return files
 
 
 def template_catalogue(families: list[str], extra_dirs: list[Path]) -> list[dict[str, Any]]:
