@@ -167,6 +167,7 @@ def _summary(runner, state: dict[str, Any], build_id: str, store_dir: Path, path
         "notes": state.get("notes", []),
         **runner.summary(state),
         "composition_met": _composition_met(path),
+        "composition_shortfall": _composition_shortfall(path),
         "nodes": {role: {"executed": r.executed, "reused": r.reused, "created": r.created, "rejected": len(r.rejected),
                          "failed": r.failed, "seconds": round(r.seconds, 3)} for role, r in res.items()},
         "errors": [e for r in res.values() for e in r.errors][:20],
@@ -175,6 +176,19 @@ def _summary(runner, state: dict[str, Any], build_id: str, store_dir: Path, path
         "package_path": str(path),
         "package_written": written,
     }
+
+
+def _composition_shortfall(package: Path) -> dict[str, Any]:
+    """What the track's package says it fell short of (``composition.json``: ``shortfall`` rows
+    with part, target, achieved and why; the tolerance and the intent field that sets it)."""
+    try:
+        composition = json.loads((package / "composition.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(composition, dict) or not composition.get("shortfall"):
+        return {}
+    return {"parts": composition["shortfall"], "tolerance": composition.get("tolerance"),
+            "tolerance_field": composition.get("tolerance_field")}
 
 
 def _composition_met(package: Path) -> bool | None:

@@ -160,7 +160,29 @@ def build(intent: str, store: str | None, out: str, workers: int, quiet: bool, a
         summary = do_build(intent, _build_options(store, out, workers, quiet, as_json, ablate=ablate, faults=faults,
                                                   executor=executor))
         _emit(summary, as_json, _print_summary)
+        _exit_if_short(summary)
     _guard(run)
+
+
+SHORTFALL_EXIT = 4  # the package is written, but a composition target is missed beyond the tolerance
+
+
+def _exit_if_short(summary: dict[str, Any]) -> None:
+    """A package that misses a composition target beyond the intent's tolerance is not a success:
+    name each shortfall and exit 4 (the package stays written for inspection)."""
+    if summary.get("composition_met") is not False:
+        return
+    short = summary.get("composition_shortfall") or {}
+    tolerance, field = short.get("tolerance"), short.get("tolerance_field") or "the tolerance"
+    allowed = f" (tolerance {tolerance:.0%})" if isinstance(tolerance, (int, float)) else ""
+    for row in short.get("parts") or []:
+        why = f": {row['why']}" if row.get("why") else ""
+        click.echo(f"forge: composition not met: {row.get('part')}: {row.get('achieved')} of {row.get('target')}"
+                   f"{allowed}{why}", err=True)
+    click.echo(f"forge: the package at {summary.get('package_path')} misses its composition; raise {field} to "
+               "accept it, or widen the sources", err=True)
+    sys.exit(SHORTFALL_EXIT)
+
 
 @main.command()
 @click.option("--from", "ref", required=True, help="artifact id (prefix), template id, skill name or stage S1-S5")
@@ -186,6 +208,7 @@ def rebuild(ref: str, intent: str | None, store: str | None, out: str, workers: 
             intent_path = row[0]
         summary = do_build(intent_path, _build_options(str(store_dir), out, workers, quiet, as_json, [ref]))
         _emit(summary, as_json, _print_summary)
+        _exit_if_short(summary)
     _guard(run)
 
 

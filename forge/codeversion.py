@@ -7,7 +7,7 @@ rebuild every artifact; bumping the format version does.
 
 Code a skill finds through the registry rather than by importing it (a plugin's answer rule,
 question type or scoring protocol) is outside that closure: an invocation names it among the
-files it reads (:func:`registered_code`, labels starting ``code ``), so editing it reruns the
+files it reads (``forge.registry.registered_code``, labels starting ``code ``), so editing it reruns the
 invocation and ``forge status`` names the component.
 """
 
@@ -111,21 +111,17 @@ def data_identity(data_files: dict[str, dict[str, str]]) -> dict[str, str]:
 CODE_LABEL = "code "  # data-file labels that name registered code, not data
 
 
-def registered_code(kind: str, name: str) -> dict[str, str]:
-    """The source files a registered component ``kind:name`` runs, as data-file labels -> paths:
-    the project modules defining it and the functions it holds (with the project modules they
-    import), and the module that registered it. Labels name the component and the module
-    (``code answer_rule:<rule> <package>.<module>``)."""
-    from forge import registry
-
-    obj = registry.lookup(kind, name)
+def component_files(label: str, obj: Any, origin: str) -> dict[str, str]:
+    """The source files a registered object runs, as data-file labels -> paths: the project modules
+    defining it and the functions it holds (with the project modules they import), and the module
+    that registered it (``origin``). Each label is ``code <label> <module>``."""
     modules = {m for root in sorted(_defining_modules(obj)) for m, _ in module_closure(root)}
-    modules.add(registry.origin(kind, name))
+    modules.add(origin)
     files = {}
     for module in sorted(modules):
         path = _module_file(module)
         if path is not None and module.split(".")[0] in PROJECT_PACKAGES:
-            files[f"{CODE_LABEL}{kind}:{name} {module}"] = path
+            files[f"{CODE_LABEL}{label} {module}"] = path
     return files
 
 
@@ -176,4 +172,4 @@ def clear_caches() -> None:
 
 
 __all__ = ["module_version", "data_files_version", "data_identity", "register_project_package", "clear_caches",
-           "bytes_digest", "registered_code", "code_label_file", "CODE_LABEL"]
+           "bytes_digest", "component_files", "code_label_file", "CODE_LABEL"]

@@ -26,7 +26,7 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forge.artifact_types import ARTIFACT_TYPES, ArtifactContent
-from forge.codeversion import data_files_version, data_identity, module_version, registered_code
+from forge.codeversion import data_files_version, data_identity, module_version
 from forge.errors import DefinitionError
 from forge.keys import RequirementId, digest, file_digest
 from forge.paths import list_files
@@ -100,7 +100,7 @@ def check(name: str, consults: tuple[str, ...] = ()) -> Callable[[CheckFn], Chec
 
 def _consulted_code(kinds: list[str]) -> dict[str, str]:
     """Hashes of the registered code of every entry of ``kinds``."""
-    from forge.registry import entries
+    from forge.registry import entries, registered_code
 
     files = {label: path for kind in kinds for name in sorted(entries(kind))
              for label, path in registered_code(kind, name).items()}

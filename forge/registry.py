@@ -61,6 +61,16 @@ def origin(kind: str, name: str) -> str:
     return _ENTRIES[(kind, name)][1]
 
 
+def registered_code(kind: str, name: str) -> dict[str, str]:
+    """The source files ``kind:name`` runs, as code labels -> paths
+    (``code answer_rule:<rule> <package>.<module>``): what a skill or check that looks it up
+    counts among the files it reads, so editing it is a change of their code version."""
+    from forge.codeversion import component_files
+
+    obj, by = _ENTRIES[(kind, name)] if (kind, name) in _ENTRIES else (lookup(kind, name), origin(kind, name))
+    return component_files(f"{kind}:{name}", obj, by)
+
+
 def names(kind: str) -> list[str]:
     return sorted(n for (k, n) in _ENTRIES if k == kind)
 

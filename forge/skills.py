@@ -26,10 +26,10 @@ import numpy as np
 from pydantic import BaseModel
 
 from forge.artifact_types import ArtifactContent
-from forge.codeversion import data_files_version, data_identity, module_version, register_project_package, registered_code
+from forge.codeversion import data_files_version, data_identity, module_version, register_project_package
 from forge.errors import DefinitionError, PrerequisiteError
 from forge.keys import canonical_json, digest
-from forge.registry import entries
+from forge.registry import entries, registered_code
 
 STAGES = ("S1", "S2", "S3", "S4", "S5")
 STAGE_NAMES = {

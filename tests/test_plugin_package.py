@@ -182,3 +182,27 @@ def test_editing_a_plugins_scoring_protocol_and_answer_rule_is_stale_and_rebuilt
     status = json.loads(_forge("status", str(intent), "--store", str(tmp_path / "store"), "--json",
                                env=env, cwd=tmp_path).stdout)
     assert status["stale_artifacts"] == 0
+
+
+def test_a_missed_composition_target_exits_4_naming_the_shortfall(tmp_path):
+    _plugin_installed()
+    intent = tmp_path / "short.yaml"
+    for tolerance, code in ((0.0, 4), (1.0, 0)):
+        intent.write_text(yaml.safe_dump({
+            "name": "shapes-short", "seed": 3,
+            "oe": {"items": 60, "capabilities": ["planar_position"], "question_types": ["coordinate_pair"],
+                   "tolerance": tolerance},
+            "sources": [{"kind": "shape_canvas", "scenes": 3}]}, sort_keys=False))
+        done = subprocess.run([sys.executable, "-m", "forge.cli", "build", str(intent), "--store", str(tmp_path / "store"),
+                               "--out", str(tmp_path / "out"), "--json"], capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == code, done.stderr[-2000:]
+        summary = json.loads(done.stdout)
+        assert summary["composition_met"] is (code == 0)
+        achieved = json.loads((Path(summary["package_path"]) / "composition.json").read_text())["items"]
+        assert 0 < achieved < 60  # three canvases hold a few items: the package is written either way
+        if code:
+            assert (f"forge: composition not met: planar_position items: {achieved} of 60 (tolerance 0%)"
+                    in done.stderr)
+            assert "raise oe.tolerance to accept it" in done.stderr
+        else:
+            assert "composition not met" not in done.stderr

@@ -119,8 +119,10 @@ def _composition(blueprint: IEBlueprint, tasks: list[IETask]) -> dict[str, Any]:
             ok = got >= n * (1 - blueprint.composition_tolerance) - 1e-9
             met = met and ok
             cells[scene_type][difficulty] = {"target": n, "achieved": got, "within_tolerance": ok}
+    shortfall = [{"part": f"{scene_type} {difficulty} tasks", "target": c["target"], "achieved": c["achieved"]}
+                 for scene_type, row in cells.items() for difficulty, c in row.items() if not c["within_tolerance"]]
     return {"target_tasks": blueprint.tasks_target, "tasks": len(tasks), "tolerance": blueprint.composition_tolerance,
-            "composition_met": met, "scene_types": cells,
+            "tolerance_field": "ie.tolerance", "composition_met": met, "shortfall": shortfall, "scene_types": cells,
             "splits": dict(sorted(Counter(t.split for t in tasks).items())),
             "task_kinds": dict(sorted(Counter(t.task_type for t in tasks).items())),
             "templates": dict(sorted(Counter(t.template for t in tasks).items())),

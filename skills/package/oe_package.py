@@ -267,12 +267,17 @@ def _composition(blueprint: Blueprint, items: list[OEItem], kinds: list[str],
     qts = Counter(i.question_type for i in items)
     tpls = Counter(i.template for i in items)
     answers = Counter((i.template, i.answer_index) for i in items)
+    short = {c: t for c, t in sorted(blueprint.capability_targets.items())
+             if not _within(caps.get(c, 0), t, blueprint.composition_tolerance)}
     return {
         "target_items": blueprint.items_target,
         "items": len(items),
         "tolerance": blueprint.composition_tolerance,
-        "composition_met": all(_within(caps.get(c, 0), t, blueprint.composition_tolerance)
-                               for c, t in blueprint.capability_targets.items()),
+        "tolerance_field": "oe.tolerance",
+        "composition_met": not short,
+        "shortfall": [{"part": f"{c} items", "target": t, "achieved": caps.get(c, 0),
+                       **({"why": _short_reason(caps.get(c, 0), accepted.get(c, 0))} if accepted is not None else {})}
+                      for c, t in short.items()],
         "capabilities": {c: {"target": t, "achieved": caps.get(c, 0),
                              "within_tolerance": _within(caps.get(c, 0), t, blueprint.composition_tolerance),
                              **({"shortfall": _short_reason(caps.get(c, 0), accepted.get(c, 0))}

@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from forge.codeversion import registered_code
 from forge.errors import DefinitionError
 from forge.paths import list_files
 from forge.yamlfile import TEMPLATE_LIMITS, read_yaml
@@ -114,7 +113,7 @@ def template_code(tpl: TemplateFile) -> dict[str, str]:
     rule and that rule's re-verifier, its question type (solvers, chance, key checks) and the
     scoring protocol the question type names when a plugin registers it (built-in protocols are
     the scorer's own, which the package and the contracts import)."""
-    from forge.registry import entries
+    from forge.registry import entries, registered_code
 
     files: dict[str, str] = {}
     rule = tpl.answer_rule.get("rule")
