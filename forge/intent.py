@@ -89,6 +89,25 @@ class IntentBase(_Strict):
                                description="model roles on OpenAI-compatible endpoints (coordinator, synthesizer, "
                                            "verifier, panel, judges); a role left out runs on its built-in backend")
 
+    @field_validator("name")
+    @classmethod
+    def _name_shadows_no_module(cls, value: str) -> str:
+        """The package's Python module is the name with '-' as '_': one named like a plugin or a
+        standard-library module would be imported in its place from the package folder."""
+        import sys
+
+        from forge.registry import plugin_modules
+
+        module = value.replace("-", "_")
+        plugins = {**plugin_modules(), "forge": "forge itself"}
+        if module in plugins:
+            raise ValueError(f"the package module {module!r} would have the import name of the plugin "
+                             f"{plugins[module]!r} and hide it; choose another name")
+        if module in sys.stdlib_module_names:
+            raise ValueError(f"the package module {module!r} would have the name of Python's standard module "
+                             f"{module!r} and hide it; choose another name")
+        return value
+
     @model_validator(mode="after")
     def _track_has_its_section(self) -> "IntentBase":
         spec = _tracks().get(self.track)

@@ -83,14 +83,34 @@ def load_plugins() -> None:
     _LOADED = True  # set first: a plugin that looks something up while loading must not recurse
     from forge.codeversion import register_project_package
 
+    import sys
+
     for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: (e.name != "builtin", e.name)):
-        register_project_package(ep.value.split(":")[0])  # before it loads: versions may be read while it does
+        module = ep.value.split(":")[0]
+        register_project_package(module)  # before it loads: versions may be read while it does
+        fresh = module not in sys.modules
+        before = len(_ENTRIES)
         try:
-            ep.load()
+            loaded = ep.load()
         except DefinitionError:
             raise
         except Exception as exc:
             raise DefinitionError(f"plugin {ep.name!r} ({ep.value}) failed to load: {exc}") from None
+        if fresh and len(_ENTRIES) == before:
+            # Another module of the same name ahead of the plugin on the path (a package folder
+            # named like it, in the working folder) loads instead, and the plugin's parts vanish.
+            found = sys.modules.get(module) or loaded
+            where = getattr(found, "__file__", None) or ", ".join(map(str, getattr(found, "__path__", []))) \
+                or "an unknown place"
+            raise DefinitionError(f"plugin {ep.name!r} ({ep.value}) registered nothing: the module {module!r} "
+                                  f"was loaded from {where}, which is not the plugin",
+                                  hint=f"another module named {module!r} comes first on the Python path (a "
+                                       "folder of that name in the working folder?); rename or move it")
+
+
+def plugin_modules() -> dict[str, str]:
+    """The top-level import name of every plugin -> the plugin's entry-point name."""
+    return {ep.value.split(":")[0].split(".")[0]: ep.name for ep in entry_points(group=PLUGIN_GROUP)}
 
 
 def _caller_module() -> str:

@@ -29,7 +29,7 @@ from forge.artifact_types import ArtifactContent
 from forge.codeversion import data_files_version, data_identity, module_version, register_project_package
 from forge.errors import DefinitionError, PrerequisiteError
 from forge.keys import canonical_json, digest
-from forge.registry import entries, registered_code
+from forge.registry import entries, register, registered_code
 
 STAGES = ("S1", "S2", "S3", "S4", "S5")
 STAGE_NAMES = {
@@ -206,6 +206,8 @@ class SkillRegistry:
                 f"skill name {spec.name!r} is registered twice ({existing.module} and {spec.module})"
             )
         self._skills[spec.name] = spec
+        if existing is None and self is REGISTRY:  # the one registry lists every skill too
+            register("skill", spec.name, spec, origin=spec.module)
 
     def get(self, name: str) -> SkillSpec:
         try:

@@ -206,3 +206,26 @@ def test_a_missed_composition_target_exits_4_naming_the_shortfall(tmp_path):
             assert "raise oe.tolerance to accept it" in done.stderr
         else:
             assert "composition not met" not in done.stderr
+
+
+def test_a_package_named_like_a_plugin_or_a_standard_module_is_refused(tmp_path):
+    _plugin_installed()
+    for name, what in (("forge-shapes", "the import name of the plugin 'shapes'"),
+                       ("json", "the name of Python's standard module 'json'")):
+        path = _intent(tmp_path)
+        path.write_text(path.read_text().replace("name: shapes-positions", f"name: {name}"))
+        with pytest.raises(IntentError, match=re.escape(what)):
+            load_intent(path)
+
+
+def test_a_module_shadowing_a_plugin_is_an_error_naming_both(tmp_path):
+    """A folder named like the plugin's module in the working folder loads in its place: the
+    plugin's skills would vanish without a word."""
+    _plugin_installed()
+    (tmp_path / "forge_shapes").mkdir()
+    (tmp_path / "forge_shapes" / "__init__.py").write_text("")
+    done = subprocess.run([sys.executable, "-m", "forge.cli", "skills"], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout[-500:]
+    assert "plugin 'shapes' (forge_shapes) registered nothing" in done.stderr
+    assert f"was loaded from {tmp_path / 'forge_shapes' / '__init__.py'}" in done.stderr
+    assert "Traceback" not in done.stderr
