@@ -34,6 +34,10 @@ class SourceSpec(BaseModel):
         """The unit count when the source decides it (a folder's contents), else None."""
         return None
 
+    def no_units(self, entry: dict[str, Any]) -> str:
+        """Why a source whose ``fixed_units`` is 0 gives nothing (what it looked for, and where)."""
+        return "the source gives no unit to collect"
+
     def unavailable(self, capabilities: list[str]) -> dict[str, str]:
         """Asked capabilities this source cannot show, with the reason."""
         return {}

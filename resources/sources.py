@@ -164,6 +164,20 @@ class ImageFolderSource(SourceSpec):
         entry["root"] = str(root.resolve())
         return len(adapter_for(self.adapter).units(root, entry))
 
+    def no_units(self, entry: dict[str, Any]) -> str:
+        from forge_resources.image_folder import adapter_for
+
+        root = Path(self.root)
+        where = str(root) if root.resolve() == root.absolute() else f"{root} (which leads to {root.resolve()})"
+        rejected = adapter_for(self.adapter).rejected(root)
+        why = (f"; {len(rejected)} files were passed over, such as {next(iter(rejected))}: "
+               f"{next(iter(rejected.values()))}" if rejected else "")
+        return f"the folder {where} holds nothing the {self.adapter} adapter reads ({self._expects()}){why}"
+
+    def _expects(self) -> str:
+        return ("label files in labelTxt/ with their images in images/" if self.adapter == "dota" else
+                "numbered frames <number>_<camera>.png or stereo pairs <stem>_left / <stem>_right")
+
     def unavailable(self, capabilities: list[str]) -> dict[str, str]:
         """Real-image labels that are not exhaustive cannot show a count, unless the intent
         vouches for them."""

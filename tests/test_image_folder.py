@@ -205,3 +205,16 @@ def test_a_changed_folder_is_planned_again(tmp_path):
         shutil.copy(TARTANAIR / name, folder / name)
     second = run_build(intent, tmp_path / "store", tmp_path / "out")
     assert second["units_collected"] == 2 and second["nodes"]["blueprint"]["executed"] == 1
+
+
+def test_a_data_root_that_leads_to_a_folder_without_images_is_named_before_anything_runs(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "aerial").symlink_to(tmp_path / "empty")
+    intent = _intent(tmp_path, "aerial-empty", {"kind": "image_folder", "adapter": "dota", "root": "aerial"},
+                     {"items": 10, "capabilities": ["visibility"], "question_types": ["grounding_choice"]})
+    done = subprocess.run([sys.executable, "-m", "forge.cli", "build", str(intent), "--store", str(tmp_path / "store"),
+                           "--quiet"], capture_output=True, text=True, cwd="/")
+    assert done.returncode == 2, done.stderr
+    assert (f"sources.0 (image_folder): the folder {tmp_path / 'aerial'} (which leads to {tmp_path / 'empty'}) holds "
+            "nothing the dota adapter reads (label files in labelTxt/ with their images in images/)") in done.stderr
+    assert "Field required" not in done.stderr and "Traceback" not in done.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.errors import CompositionError
+from forge.errors import CompositionError, IntentError
 from forge.intent import LoadedIntent
 from forge.planner import available_templates
 
@@ -37,10 +37,22 @@ def _usable_templates(loaded: LoadedIntent) -> list[dict[str, Any]]:
     return rows
 
 
+def _check_source_units(loaded: LoadedIntent) -> None:
+    """A source whose contents decide its units (a folder) and that has none is named with what
+    it looked for, before anything runs."""
+    for index, src in enumerate(loaded.intent.sources):
+        # Folders from the intent's folder, links kept, so the message can say where one leads.
+        located = src.model_copy(update={f: str(loaded.path.parent.absolute() / getattr(src, f))
+                                         for f in type(src).FOLDERS if getattr(src, f, None)})
+        if located.fixed_units(located.model_dump(mode="json")) == 0:
+            raise IntentError(f"{loaded.path}: sources.{index} ({src.kind}): {located.no_units({})}")
+
+
 def check_compatibility(loaded: LoadedIntent) -> None:
     """Every asked capability and question type has a template of the intent's sources that
     pairs it with an asked counterpart, before anything runs; the message lists what would."""
     oe = loaded.intent.oe
+    _check_source_units(loaded)
     _check_source_items(loaded)
     rows = available_templates(loaded)
     kinds = ", ".join(sorted({s.kind for s in loaded.intent.sources}))

@@ -34,12 +34,14 @@ def blueprint_from_intent(ctx: SkillContext) -> list[Blueprint]:
     intent = intent_model().model_validate(ctx.params.intent)
     oe = intent.oe
     sources = []
-    for src in intent.sources:
+    for index, src in enumerate(intent.sources):
         entry = src.model_dump(mode="json")
         if entry.get("items") is None:
             entry.pop("items", None)  # not set: the blueprint (and every id below it) stays as without the field
         entry["scenes_given"] = entry.get("scenes") is not None
         fixed = src.fixed_units(entry)
+        if fixed == 0:
+            raise IntentError(f"sources.{index} ({src.kind}): {src.no_units(entry)}")
         if fixed is not None:
             entry["scenes"] = fixed
             entry["scenes_given"] = True  # the source decides; more units cannot be made
