@@ -124,21 +124,19 @@ def fsck(store: Store, *, repair: bool = False, progress: Callable[[str], None] 
                     f.repaired = True
                 findings.append(f)
                 continue
-            f = Finding("damaged_blob", path.name, f"bytes do not match the digest ({path})")
-            if repair:
-                f.repaired = recreate_blob(store, path.name, load)
-                if not f.repaired:
-                    f.detail += "; its producing run could not re-make it"
-            findings.append(f)
+            findings.append(Finding("damaged_blob", path.name, f"bytes do not match the digest ({path})"))
 
     say("checking referenced blobs")
-    for digest in sorted(referenced - present):
-        f = Finding("missing_blob", digest, "a run or package refers to it, the file is gone")
-        if repair:
-            f.repaired = recreate_blob(store, digest, load)
-            if not f.repaired:
-                f.detail += "; its producing run could not re-make it"
-        findings.append(f)
+    findings += [Finding("missing_blob", digest, "a run or package refers to it, the file is gone")
+                 for digest in sorted(referenced - present)]
+    if repair:
+        # Found first, re-made after: re-running one producer re-makes its other blobs too, which
+        # a check made after it would no longer count as damaged (nor as repaired).
+        for f in findings:
+            if f.kind in ("damaged_blob", "missing_blob"):
+                f.repaired = recreate_blob(store, f.subject, load)
+                if not f.repaired:
+                    f.detail += "; its producing run could not re-make it"
 
     say("checking rows")
     for kind, count_sql, delete_sql in ORPHAN_QUERIES:

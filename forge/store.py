@@ -97,10 +97,13 @@ def open_database(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         if "lock" in text.lower():
             holder = re.search(r"PID (\d+)", text)
             who = f" (process {holder.group(1)})" if holder else ""
-            raise StoreBusyError(
-                f"{path}: another forge process{who} has the store open; a build writes alone and readers wait "
-                "until it finishes", hint="run this again when that process has ended") from None
-        if "permission denied" in text.lower():
+            if read_only:  # a reader is refused at once while a build writes
+                raise StoreBusyError(f"{path}: another forge process{who} is writing to the store (a build); it "
+                                     "cannot be read until that process ends",
+                                     hint="run this again when the build has finished") from None
+            raise StoreBusyError(f"{path}: another forge process{who} has the store open; a build needs it alone",
+                                 hint="run this again when that process has ended") from None
+        if "permission denied" in text.lower() or "operation not permitted" in text.lower():
             mode = "read" if read_only else "write"
             raise StoreError(f"{path}: cannot {mode} the store (permission denied)",
                              hint="readers need read access to the folder; a build needs write access") from None
@@ -112,9 +115,22 @@ def open_database(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         raise damaged_store(path, exc) from None
 
 
+# What the operating system says when it refuses a write (not damage): a folder without write
+# permission, an immutable folder or file (chattr +i), a read-only mount.
+_REFUSED_WRITES = ("operation not permitted", "permission denied", "read-only file system")
+
+
 def damaged_store(path: Path | None, exc: BaseException) -> StoreError:
     first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
     where = f"{path}: " if path is not None else ""
+    refused = next((r for r in _REFUSED_WRITES if r in first.lower()), None)
+    if refused is not None:
+        named = re.search(r'"([^"]+)"', first)
+        target = f" ({named.group(1)})" if named else ""
+        return StoreError(f"{where}the system refuses to write to the store{target}: {refused}; nothing in it is "
+                          "damaged", hint="a build writes to the store folder and its files: make the folder "
+                                          "writable (chattr -i for an immutable one), or pass --store DIR on a "
+                                          "writable disk")
     return StoreError(f"{where}the store database is damaged and cannot be read ({first})",
                       hint="`forge fsck --store DIR --repair` sets a damaged write-ahead log aside; if the database "
                            "itself is damaged, move the store folder away and build again (the intent and data "

@@ -158,6 +158,40 @@ def test_fsck_finds_and_repairs_what_provenance_allows(built, tmp_path):
         assert s.one("SELECT status FROM builds WHERE build_id = 'dead-build'")[0] == "failed"
 
 
+def test_fsck_counts_every_damaged_blob_it_repairs(built, tmp_path):
+    """One producer re-run re-makes its sibling blobs too: they are still counted, found and
+    repaired, because everything is found before anything is re-made."""
+    b = copy_build(built, tmp_path)
+    with Store(b["store"], read_only=True) as s:
+        runs = [json.loads(x) for (x,) in s.execute("SELECT blobs FROM skill_runs WHERE status = 'ok' AND blobs "
+                                                    "IS NOT NULL ORDER BY run_key").fetchall()]
+    siblings = next(r for r in runs if len(r) >= 3)[:3]
+    for digest in siblings:
+        path = _blob(b["store"], digest)
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+    fixed = _forge("fsck", "--store", str(b["store"]), "--repair", "--json")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert json.loads(fixed.stdout)["kinds"]["damaged_blob"] == {"found": 3, "repaired": 3}
+    assert all(file_digest(str(_blob(b["store"], d))) == d for d in siblings)
+
+
+def test_an_immutable_store_folder_is_named_as_refusing_writes_not_as_damage(built, tmp_path):
+    b = copy_build(built, tmp_path)
+    if subprocess.run(["chattr", "+i", str(b["store"])], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not allowed here (needs CAP_LINUX_IMMUTABLE)")
+    try:
+        done = _forge("build", str(b["intent"]), "--store", str(b["store"]), "--out", str(b["out"]), "--quiet")
+    finally:
+        subprocess.run(["chattr", "-i", str(b["store"])], capture_output=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "the system refuses to write to the store" in done.stderr and "operation not permitted" in done.stderr
+    assert "damaged" not in done.stderr.replace("nothing in it is damaged", "")
+    again = _forge("build", str(b["intent"]), "--store", str(b["store"]), "--out", str(b["out"]), "--quiet")
+    assert again.returncode == 0, again.stderr[-2000:]  # nothing was lost
+
+
 def test_store_faults_are_named_without_a_traceback(built, tmp_path):
     b = copy_build(built, tmp_path)
     db = b["store"] / "forge.duckdb"
@@ -180,6 +214,8 @@ def test_a_held_store_is_named_as_busy_and_blobs_are_readable_by_others(built, t
         assert holder.stdout.readline().strip() == "held"
         done = _forge("audit", "x", "--store", str(b["store"]))
         assert done.returncode == 1 and "another forge process" in done.stderr and "Traceback" not in done.stderr
+        assert "is writing to the store (a build); it cannot be read until that process ends" in done.stderr
+        assert "wait" not in done.stderr.split("hint:")[0]  # a reader is refused at once, and told so
     finally:
         holder.kill()
         holder.wait()
