@@ -246,8 +246,12 @@ def absence_band(ft: Any, target: str, shown: list[str]) -> int:
     """0, 1 or 2 (easy, medium, hard) for saying a named object is not among ``shown``: a person
     scans for its colour first, so what takes a look is another thing of its colour (its shape
     must be read), and more so beside another of its kind; another of its kind alone is ruled
-    out by its colour at a glance (reviewers found such "no" answers one-glance)."""
+    out by its colour at a glance (reviewers found such "no" answers one-glance). An object of no
+    single colour (a wooden jenga block) is scanned for by its shape: another of its kind shown
+    is as hard to rule out as a look-alike."""
     shared = confusers(ft, target, shown)
+    if not ft.object(target).color:
+        return 2 if "kind" in shared else 0
     if "colour" not in shared:
         return 0
     return 2 if "kind" in shared else 1
