@@ -45,6 +45,10 @@ class QuestionType:
     wrong_responses: Callable[[Any], list[str]] | None = None
     # Chance accuracy of one item (None: derived from the answer form).
     chance: Callable[[Any], float] | None = None
+    # A uniform guess in the response format, ``guess(item row, random.Random) -> str``, for the
+    # built-in baselines (random, prior) on a free-valued answer; without it they abstain on
+    # this type's items, and every report counts the abstentions apart from invalid replies.
+    guess: Callable[[Any, Any], str] | None = None
 
 
 def capabilities() -> dict[str, Capability]:

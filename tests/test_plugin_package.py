@@ -229,3 +229,32 @@ def test_a_module_shadowing_a_plugin_is_an_error_naming_both(tmp_path):
     assert "plugin 'shapes' (forge_shapes) registered nothing" in done.stderr
     assert f"was loaded from {tmp_path / 'forge_shapes' / '__init__.py'}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_built_in_panel_answers_the_plugin_type_or_abstains_and_says_so(shapes_build):
+    """Random and prior answer a free-valued type through its own ``guess`` (every reply valid);
+    the text heuristic has no way to give a coordinate pair and abstains, counted apart."""
+    pkg = shapes_build["package"]
+    counts: dict[str, dict[str, int]] = {}
+    for line in (pkg / "evaluation" / "responses.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        state = "abstained" if r["response"] is None else "valid" if r["valid"] else "invalid"
+        counts.setdefault(r["model"], {}).setdefault(state, 0)
+        counts[r["model"]][state] += 1
+    assert counts["builtin:random"] == {"valid": 60} and counts["builtin:prior"] == {"valid": 60}
+    assert counts["builtin:text"] == {"abstained": 60}
+    assert all(c == {"valid": 60} for m, c in counts.items() if m.startswith("builtin:oracle-noisy"))
+    models = {m["model"]: m for m in json.loads((pkg / "report.json").read_text())["models"]}
+    assert (models["builtin:text"]["invalid"], models["builtin:text"]["abstained"]) == (0, 60)
+    assert "abstained" in (pkg / "report.html").read_text()
+
+
+def test_a_free_valued_type_without_a_guess_is_abstained_on_not_answered_invalid():
+    from forge.evaluation.solvers import SolverContext, solver
+
+    items = [{"id": "a", "form": "value", "question_type": "no_such_type", "question": "Where? 3 or 4."},
+             {"id": "b", "form": "option", "question_type": "single_choice", "question": "Which?",
+              "options": ["red", "blue"]}]
+    for name in ("random", "prior", "text"):
+        replies = solver(name).answer(items, SolverContext())
+        assert "a" not in replies and replies["b"] in ("A", "B"), (name, replies)

@@ -42,7 +42,7 @@ class EvalRow:
     item_id: str
     capability: str | None
     question_type: str | None
-    response: str  # the reply as received
+    response: str | None  # the reply as received; None: the solver abstained
     answer: str | None  # the reading of it the package's scorer parsed; None when none did
     parsed: str | None  # what the scorer parsed it to, as JSON; None: invalid
     valid: bool

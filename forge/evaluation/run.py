@@ -127,7 +127,8 @@ def solver_rows(pkg: EvalPackage, spec: ModelSpec, todo: Sequence[dict[str, Any]
     each = (time.perf_counter() - start) / max(1, len(pkg.items))
     reported = f"builtin:{spec.solver.name}"  # type: ignore[union-attr]
     model_key, at = spec.key, now()  # one solver's answers arrive together
-    return [_row(pkg, spec, it, responses.get(it["id"], ""), reported, "builtin", each, 0, 0, run_id,
+    # An item the solver left out is one it abstains on: its row has no response.
+    return [_row(pkg, spec, it, responses.get(it["id"]), reported, "builtin", each, 0, 0, run_id,
                  model_key=model_key, at=at) for it in todo]
 
 
@@ -192,9 +193,11 @@ def _salvage(pkg: EvalPackage, spec: ModelSpec, batch: Sequence[dict[str, Any]],
     return len(rows)
 
 
-def scored_reply(pkg: EvalPackage, iid: str, reply: str) -> tuple[str | None, Any, bool, float]:
+def scored_reply(pkg: EvalPackage, iid: str, reply: str | None) -> tuple[str | None, Any, bool, float]:
     """(the reading the package's scorer parsed, what it parsed to, valid, score) of one reply;
-    each (item, reply) is read once per package."""
+    each (item, reply) is read once per package. No reply (an abstention) scores 0."""
+    if reply is None:
+        return None, None, False, 0.0
     key = ("reply", iid, reply)
     found = pkg.memo.get(key)
     if found is not None:
@@ -224,12 +227,12 @@ def _metrics(pkg: EvalPackage, iid: str, text: str) -> str:
     return found
 
 
-def _row(pkg: EvalPackage, spec: ModelSpec, item: dict[str, Any], reply: str, reported: str, source: str,
+def _row(pkg: EvalPackage, spec: ModelSpec, item: dict[str, Any], reply: str | None, reported: str, source: str,
          seconds: float, tokens_in: int, tokens_out: int, run_id: str, *, model_key: str | None = None,
          at: Any = None) -> EvalRow:
     iid = item["id"]
     reading, parsed, valid, score = scored_reply(pkg, iid, reply)
-    metrics = _metrics(pkg, iid, reading if valid else reply)  # type: ignore[arg-type]
+    metrics = _metrics(pkg, iid, reading if valid else (reply or ""))  # type: ignore[arg-type]
     return EvalRow(pkg.label, pkg.digest, spec.spec, model_key or spec.key, reported, spec.simulated, iid,
                    item.get("capability"), item.get("question_type"), reply, reading,
                    json.dumps(parsed, default=str) if valid else None, valid, score, metrics,
@@ -244,7 +247,8 @@ def _group(rows: Sequence[EvalRow], field: str) -> dict[str, dict[str, Any]]:
     for r in rows:
         groups.setdefault(str(getattr(r, field)), []).append(r)
     return {k: {"items": len(v), "accuracy": round(sum(r.score for r in v) / len(v), 6),
-                "invalid": sum(not r.valid for r in v)} for k, v in sorted(groups.items())}
+                "invalid": sum(not r.valid and r.response is not None for r in v),
+                "abstained": sum(r.response is None for r in v)} for k, v in sorted(groups.items())}
 
 
 def summarize(pkg: EvalPackage, spec: ModelSpec, rows: Sequence[EvalRow], *, run_id: str | None = None,
@@ -252,7 +256,8 @@ def summarize(pkg: EvalPackage, spec: ModelSpec, rows: Sequence[EvalRow], *, run
     """Accuracy overall, per capability and per question type, the invalid-response rate, the
     scorer's extra metrics (means over the items reporting them), tokens and time."""
     n = len(rows)
-    invalid = sum(not r.valid for r in rows)
+    abstained = sum(r.response is None for r in rows)  # a solver that has no way to answer: not invalid
+    invalid = sum(not r.valid for r in rows) - abstained
     metrics: dict[str, list[float]] = {}
     for r in rows:
         for name, value in r.metric_values().items():
@@ -268,9 +273,10 @@ def summarize(pkg: EvalPackage, spec: ModelSpec, rows: Sequence[EvalRow], *, run
         "simulated": spec.simulated,
         "label": spec.label or "model",
         "items": n,
-        "valid": n - invalid,
+        "valid": n - invalid - abstained,
         "invalid": invalid,
         "invalid_rate": round(invalid / n, 6) if n else 0.0,
+        "abstained": abstained,
         "accuracy": round(sum(r.score for r in rows) / n, 6) if n else 0.0,
         "by_capability": _group(rows, "capability"),
         "by_question_type": _group(rows, "question_type"),
@@ -295,7 +301,9 @@ def render(report: dict[str, Any]) -> str:
     tokens = report["tokens"]
     lines = [f"{pkg['name']} {pkg['version']}: {report['model']}{tag}",
              f"  accuracy {report['accuracy']:.4f} over {report['items']} items; invalid responses "
-             f"{report['invalid']} ({report['invalid_rate']:.1%}); tokens {tokens['total']} "
+             f"{report['invalid']} ({report['invalid_rate']:.1%})"
+             + (f"; abstained on {report['abstained']}" if report.get("abstained") else "")
+             + f"; tokens {tokens['total']} "
              f"({tokens['per_item']:g} per item); {report['run']['answered_now']} answered now, "
              f"{report['run']['from_store']} from the store"]
     for title, key in (("capability", "by_capability"), ("question type", "by_question_type")):

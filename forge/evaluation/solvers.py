@@ -5,11 +5,16 @@ that carries them says so. They answer the items a model would see (``items.json
 each item's answer form); only a solver registered with ``reads_key=True`` is also given the
 answer key, and its label says it reads it.
 
-    random           a uniform guess: one option, a subset, an order, a matching, or a number
+    random           a uniform guess: one option, a subset, an order, a matching, a number, or
+                     a free value through its question type's ``guess``
     prior            the most frequent answer position the package publishes (composition.json),
-                     and a typical number for numeric items; no item's answer is read
+                     a typical number for numeric items, one fixed ``guess`` per question type
+                     for free values; no item's answer is read
     text             a text-only heuristic: the option sharing most words with the question,
                      the longest one on a tie; the first number the question mentions
+
+A solver with no way to give an item's free value (no ``guess`` declared, or text for any free
+value) abstains: the item is left out of its replies, and reports count abstentions apart.
     oracle-noisy     simulated from the answer key: correct except on a set share of each
                      capability's items (``oracle-noisy:0.2``, ``oracle-noisy:0.2,depth_order=0.5``),
                      which it answers wrong; reads the key
@@ -81,8 +86,20 @@ class Solver(Protocol):
     reads_key: bool
 
     def answer(self, items: Sequence[Mapping[str, Any]], context: SolverContext) -> dict[str, str]:
-        """A response per item id. Each item is an ``items.jsonl`` row plus ``form``."""
+        """A response per item id. Each item is an ``items.jsonl`` row plus ``form``. An item
+        left out is one the solver abstains on (a free value it has no way to give)."""
         ...
+
+
+def _guesser(item: Mapping[str, Any]) -> Callable[[Mapping[str, Any], random.Random], str] | None:
+    """The item's question type's own uniform guess (``QuestionType.guess``), if it declares one."""
+    try:
+        from forge.vocabulary import question_types
+
+        qt = question_types().get(str(item.get("question_type")))
+    except Exception:  # no registry here (a package scored on its own): no guess
+        return None
+    return getattr(qt, "guess", None)
 
 
 @dataclass(frozen=True)
@@ -186,16 +203,19 @@ class RandomSolver:
         out, memo = {}, context.memo
         for it in items:  # a guess depends on the item alone
             key = ("random", self.seed, it["id"])
-            found = memo.get(key)
-            if found is None:
-                found = memo[key] = self._one(it, _rng(self.seed, "random", it["id"]))
-            out[it["id"]] = found
+            if key not in memo:
+                memo[key] = self._one(it, _rng(self.seed, "random", it["id"]))
+            if memo[key] is not None:
+                out[it["id"]] = memo[key]
         return out
 
     @staticmethod
-    def _one(item: Mapping[str, Any], rng: random.Random) -> str:
+    def _one(item: Mapping[str, Any], rng: random.Random) -> str | None:
         form, n = item["form"], len(item.get("options") or [])
-        if form == "number" or (form == "value" and not n):
+        if form == "value" and not n:  # a free value: the question type's own guess, else abstain
+            guess = _guesser(item)
+            return guess(item, rng) if guess is not None else None
+        if form == "number":
             top = max((abs(x) for x in _numbers(_text(item))), default=5.0) * 2
             return _fmt(round(rng.uniform(0, top))) if top >= 2 else _fmt(round(rng.uniform(0, top), 2))
         if not n:
@@ -244,8 +264,12 @@ class PriorSolver:
         out = {}
         for it in items:
             form, n = it["form"], len(it.get("options") or [])
-            if form == "number" or not n:
-                out[it["id"]] = _fmt(typical) if form in ("number", "value") else ""
+            if form == "value" and not n:  # one fixed guess per question type, else abstain
+                guess = _guesser(it)
+                if guess is not None:
+                    out[it["id"]] = guess(it, _rng(0, "prior", str(it.get("question_type"))))
+            elif form == "number" or not n:
+                out[it["id"]] = _fmt(typical) if form == "number" else ""
             elif form in ("options", "order"):
                 out[it["id"]] = _letters(range(n))
             elif form == "matching":
@@ -290,19 +314,21 @@ class TextSolver:
         out, memo = {}, context.memo
         for it in items:  # a reading of the item's words alone
             key = ("text", it["id"])
-            found = memo.get(key)
-            if found is None:
-                found = memo[key] = self._one(it)
-            out[it["id"]] = found
+            if key not in memo:
+                memo[key] = self._one(it)
+            if memo[key] is not None:
+                out[it["id"]] = memo[key]
         return out
 
     @staticmethod
-    def _one(item: Mapping[str, Any]) -> str:
+    def _one(item: Mapping[str, Any]) -> str | None:
         form, options = item["form"], [str(o) for o in item.get("options") or []]
         question = set(_WORD.findall(str(item.get("question", "")).lower()))
+        if form == "value" and not options:
+            return None  # the words give no free value: it abstains
         if form == "number" or not options:
             found = _numbers(str(item.get("question", "")))
-            return _fmt(found[0]) if found else ("1" if form in ("number", "value") else "")
+            return _fmt(found[0]) if found else ("1" if form == "number" else "")
 
         def pref(i: int) -> tuple[int, int, int]:
             words = set(_WORD.findall(options[i].lower()))
@@ -463,7 +489,11 @@ class NoisyOracle:
                 alt = str(key.get("answer", ""))  # a protocol that reads the answer text
                 reply = alt if context.score(it["id"], alt) > context.score(it["id"], reply) else reply
         else:
-            candidates = wrong_responses(key, form, _rng(self.seed, "oracle-wrong", it["id"]))
+            rng = _rng(self.seed, "oracle-wrong", it["id"])
+            candidates = wrong_responses(key, form, rng)
+            guess = _guesser(it) if form == "value" and not key.get("options") else None
+            if guess is not None:  # wrong free values are the type's own guesses, not unreadable text
+                candidates = [guess(it, rng) for _ in range(12)] + candidates
             if context.score is not None:
                 candidates = [c for c in candidates if context.score(it["id"], c) == 0.0] or candidates[-1:]
             reply = candidates[0]

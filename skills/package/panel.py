@@ -52,7 +52,7 @@ def solver_responses(pkg: Any, specs: Sequence[str]) -> tuple[list[PanelMember],
         members.append(PanelMember(spec.spec, True, spec.label or "simulated"))
         replies, reported = solver_answers(pkg, spec), f"builtin:{spec.solver.name}"
         for it in pkg.items:  # scored as forge eval scores them (one EvalRow each there)
-            reply = replies.get(it["id"], "")
+            reply = replies.get(it["id"])  # None: the solver abstains on it
             reading, _, valid, score = scored_reply(pkg, it["id"], reply)
             rows.append(_record(spec.spec, reported, True, it["id"], reply, reading, valid, score))
     return members, rows
@@ -64,7 +64,7 @@ def response_record(row: Any) -> dict[str, Any]:
                    row.score)
 
 
-def _record(model: str, reported: str, simulated: bool, item_id: str, response: str, answer: str | None,
+def _record(model: str, reported: str, simulated: bool, item_id: str, response: str | None, answer: str | None,
             valid: bool, score: float) -> dict[str, Any]:
     return {"model": model, "model_reported": reported, "simulated": bool(simulated), "item_id": item_id,
             "response": response, "answer": answer, "valid": bool(valid), "score": float(score) if valid else 0.0}

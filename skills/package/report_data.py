@@ -146,7 +146,8 @@ def model_results(panel: dict[str, Any], rows: list[dict[str, Any]],
         out.append({"model": m["model"], "label": m["label"], "simulated": m["simulated"],
                     "models_reported": sorted({r["model_reported"] for r in mine}), "items": n,
                     "accuracy": _round(sum(float(r["score"]) for r in mine) / n) if n else None,
-                    "invalid": sum(not r["valid"] for r in mine),
+                    "invalid": sum(not r["valid"] and r.get("response") is not None for r in mine),
+                    "abstained": sum(r.get("response") is None for r in mine),
                     "by_capability": {c: _round(sum(v) / len(v)) for c, v in sorted(caps.items())}})
     return out
 

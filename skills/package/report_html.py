@@ -121,9 +121,9 @@ def _models(models: list[dict[str, Any]]) -> list[str]:
     caps = sorted({c for m in models for c in m["by_capability"]})
     out.append(svg.heatmap("model-capability", labels, caps, [[m["by_capability"].get(c) for c in caps] for m in models],
                            title="accuracy per model and capability", fmt="{:.2f}", maximum=1.0))
-    out.append(_table("models", ["model", "reported model ids", "items", "accuracy", "invalid responses"],
-                      [(_model_label(m), ", ".join(m["models_reported"]), m["items"], m["accuracy"], m["invalid"])
-                       for m in models], "no panel answered"))
+    out.append(_table("models", ["model", "reported model ids", "items", "accuracy", "invalid responses", "abstained"],
+                      [(_model_label(m), ", ".join(m["models_reported"]), m["items"], m["accuracy"], m["invalid"],
+                        m.get("abstained", 0)) for m in models], "no panel answered"))
     return out
 
 

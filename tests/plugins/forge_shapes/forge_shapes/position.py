@@ -88,4 +88,5 @@ def _wrong(item: OEItem) -> list[str]:
 QUESTION_TYPE = QuestionType(
     "coordinate_pair", "two numbers: where a point lies in the image, as x and y", "value", "relative_error",
     ("none",), "Answer with two numbers, x then y, separated by a comma.",
-    solvers={"mean_position": mean_position}, gold_response=lambda item: item.answer, wrong_responses=_wrong)
+    solvers={"mean_position": mean_position}, gold_response=lambda item: item.answer, wrong_responses=_wrong,
+    guess=lambda item, rng: f"{rng.randint(0, 100)}, {rng.randint(0, 100)}")
