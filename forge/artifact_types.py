@@ -173,6 +173,8 @@ class ViewRecord(BaseModel):
                                                   "pixels of its whole projection that fall outside the image")
     recipe: dict[str, Any] | None = Field(None, description="dataset file, SHA-256 and crop of a view whose pixels "
                                                             "may not be redistributed")
+    attributes: dict[str, Any] = Field(default_factory=dict, description="the source's own facts of this view "
+                                       "(exposure, a sensor's name, a pose's provenance), carried into the evidence")
 
 
 class ObjectState(BaseModel):
@@ -333,6 +335,8 @@ class EvidenceView(BaseModel):
     intrinsics: dict[str, float] | None = Field(None, description="fx, fy, cx, cy, width, height of a calibrated view")
     view_matrix: list[float] | None = Field(None, description="world-to-camera, column-major 4x4 (OpenGL: the "
                                                              "camera looks along -z)")
+    attributes: dict[str, Any] = Field(default_factory=dict, description="the source's own facts of this view, "
+                                                                         "as its record gave them")
 
 
 class EvidenceRecord(ArtifactContent):

@@ -49,6 +49,9 @@ class QuestionType:
     # built-in baselines (random, prior) on a free-valued answer; without it they abstain on
     # this type's items, and every report counts the abstentions apart from invalid replies.
     guess: Callable[[Any, Any], str] | None = None
+    # Metrics its scoring protocol reports beside the score (``secondary(key, response)`` in the
+    # protocol module); the package scorer averages each over the items reporting it.
+    metrics: tuple[str, ...] = ()
 
 
 def capabilities() -> dict[str, Capability]:

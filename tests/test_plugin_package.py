@@ -77,6 +77,10 @@ def test_an_intent_of_the_plugin_builds_packages_and_reverifies(shapes_build):
     assert scored.returncode == 0, scored.stderr
     result = json.loads(scored.stdout)
     assert result["accuracy"] == pytest.approx(30 / 60) and result["invalid"] == 15
+    # The protocol's own metric, over the 45 readable replies: 0, about 5% and a large error.
+    assert result["metric_items"] == {"relative_error": 45}
+    assert 0.05 < result["mean_relative_error"] < 1.0
+    assert "the scorer reports the mean of relative_error (coordinate_pair)" in (pkg / "README.md").read_text()
     done = subprocess.run([sys.executable, "-m", "forge.cli", "reverify", str(pkg), "--store", str(root / "store"),
                            "--json"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -354,7 +354,20 @@ def _readme(blueprint: Blueprint, composition: dict[str, Any], mod: str, quality
     lines += ["", "Give models `items.jsonl` and the `media/` folder; keep `answers.jsonl` hidden.",
               "Score predictions (one `{\"id\": ..., \"response\": ...}` per line) with:", "",
               f"    python -m {mod}.score predictions.jsonl", ""]
+    declared = _declared_metrics(composition["question_types"])
+    if declared:
+        lines += ["Besides accuracy, the scorer reports the mean of "
+                  + "; ".join(f"{', '.join(m)} ({qt})" for qt, m in declared.items())
+                  + " over the items whose reply it can read.", ""]
     return "\n".join(lines)
+
+
+def _declared_metrics(question_types: dict[str, int]) -> dict[str, tuple[str, ...]]:
+    """The secondary metrics each question type in the package declares."""
+    from forge.vocabulary import question_types as registered
+
+    known = registered()
+    return {qt: known[qt].metrics for qt in sorted(question_types) if qt in known and known[qt].metrics}
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:

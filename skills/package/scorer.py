@@ -18,6 +18,7 @@ import argparse
 import functools
 import importlib.util
 import json
+import math
 import re
 import string
 import sys
@@ -208,9 +209,13 @@ def score_item(key: dict, response: object) -> float:
 
 
 def secondary(key: dict, response: object) -> dict:
-    """Partial-credit metrics reported beside the score (Kendall tau for orderings, the share of
-    correct pairs for matchings)."""
+    """Metrics reported beside the score: Kendall tau for orderings, the share of correct pairs
+    for matchings, and whatever a protocol module's own ``secondary(key, response)`` gives (a
+    relative error, a rotation error). Each is averaged over the items reporting it."""
     protocol = key["scoring"]["protocol"]
+    if protocol not in BUILTIN_PROTOCOLS:
+        own = getattr(protocol_module(protocol), "secondary", None)
+        return dict(own(key, response)) if own is not None else {}
     if protocol not in ("matching", "ordered_list"):
         return {}
     got = parse(key, response)
@@ -228,18 +233,19 @@ def score_all(answers: dict[str, dict], predictions: dict[str, object]) -> dict:
     for iid, s in per_item.items():
         for g in groups:
             groups[g].setdefault(answers[iid].get(g, "?"), []).append(s)
-    taus = [secondary(key, predictions.get(iid))["kendall_tau"] for iid, key in answers.items()
-            if key["scoring"]["protocol"] == "ordered_list"]
-    pairs = [secondary(key, predictions.get(iid))["pairs_correct"] for iid, key in answers.items()
-             if key["scoring"]["protocol"] == "matching"]
+    metrics: dict[str, list[float]] = {}
+    for iid, key in answers.items():
+        for name, value in secondary(key, predictions.get(iid)).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                metrics.setdefault(name, []).append(float(value))
     n = len(per_item)
     return {
         "items": n,
         "answered": sum(1 for iid in answers if iid in predictions),
         "invalid": sum(1 for iid, key in answers.items() if iid in predictions and parse(key, predictions[iid]) is None),
         "accuracy": (sum(per_item.values()) / n) if n else 0.0,
-        **({"mean_kendall_tau": sum(taus) / len(taus)} if taus else {}),
-        **({"mean_pairs_correct": sum(pairs) / len(pairs)} if pairs else {}),
+        **{f"mean_{name}": sum(v) / len(v) for name, v in sorted(metrics.items())},
+        **({"metric_items": {name: len(v) for name, v in sorted(metrics.items())}} if metrics else {}),
         **{f"by_{g}": {k: sum(v) / len(v) for k, v in sorted(d.items())} for g, d in groups.items()},
         "per_item": per_item,
     }
@@ -304,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"items {result['items']}  answered {result['answered']}  invalid {result['invalid']}  "
               f"accuracy {result['accuracy']:.4f}")
+        for name, count in result.get("metric_items", {}).items():
+            print(f"  mean {name} {result[f'mean_{name}']:.4f} over {count} items")
         for cap, acc in result["by_capability"].items():
             print(f"  {cap:<24} {acc:.4f}")
     if unknown:

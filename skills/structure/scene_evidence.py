@@ -76,7 +76,7 @@ def measure_evidence(source: SourceRecord, source_id: str, arrays: dict[str, np.
         source=source_id, scene_index=source.scene_index,
         views=[EvidenceView(index=v.index, rgb=v.rgb, width=v.width, height=v.height, camera_position=v.camera_position,
                             role=v.role, time=v.time, forward=v.forward, body_pixels=v.body_pixels,
-                            intrinsics=v.intrinsics, view_matrix=v.view_matrix)
+                            intrinsics=v.intrinsics, view_matrix=v.view_matrix, attributes=dict(v.attributes))
                for v in source.views],
         objects=[EvidenceObject(name=naming[o.name].name, category=o.category, color=naming[o.name].colour,
                                 source_name=o.name, referable=naming[o.name].referable, naming=naming[o.name].reason,

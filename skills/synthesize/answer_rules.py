@@ -117,12 +117,17 @@ class FactTable:
                    f"(needs {float(contrast):.0f})"
         return None
 
+    def camera(self, view: int) -> tuple[np.ndarray, dict[str, float]] | None:
+        """(world-to-camera 4x4 matrix, intrinsics fx fy cx cy) of a calibrated view, or None:
+        what a rule asking for depth, pose or a focal length reads."""
+        if view not in self._cameras:
+            self._cameras[view] = camera_of(self.view(view))
+        return self._cameras[view]
+
     def project(self, point: Any, view: int) -> tuple[float, float] | None:
         """Pixel (u, v) of a world point in a calibrated view; None when the view has no camera
         geometry or the point is behind the camera."""
-        if view not in self._cameras:
-            self._cameras[view] = camera_of(self.view(view))
-        camera = self._cameras[view]
+        camera = self.camera(view)
         return None if camera is None else project(camera, point)
 
     def foot(self, name: str, z: float, view: int) -> tuple[float, float] | None:

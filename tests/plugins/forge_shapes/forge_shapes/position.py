@@ -89,4 +89,4 @@ QUESTION_TYPE = QuestionType(
     "coordinate_pair", "two numbers: where a point lies in the image, as x and y", "value", "relative_error",
     ("none",), "Answer with two numbers, x then y, separated by a comma.",
     solvers={"mean_position": mean_position}, gold_response=lambda item: item.answer, wrong_responses=_wrong,
-    guess=lambda item, rng: f"{rng.randint(0, 100)}, {rng.randint(0, 100)}")
+    guess=lambda item, rng: f"{rng.randint(0, 100)}, {rng.randint(0, 100)}", metrics=("relative_error",))

@@ -39,3 +39,10 @@ def score(key: dict, response: object) -> float:
     if got is None:
         return 0.0
     return 1.0 if relative_error(got, vector(key["answer"])) <= float(key["scoring"].get("rel_tol", 0.0)) + 1e-9 else 0.0
+
+
+def secondary(key: dict, response: object) -> dict:
+    """The relative error itself, beside the 0/1 score (items with an unreadable reply have none:
+    the report says over how many items the mean is taken)."""
+    got = parse(key, response)
+    return {} if got is None else {"relative_error": relative_error(got, vector(key["answer"]))}
