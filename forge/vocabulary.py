@@ -43,8 +43,9 @@ class QuestionType:
     # A response the key scores 1 and some it scores 0, for the contract that runs the scorer.
     gold_response: Callable[[Any], str | None] | None = None
     wrong_responses: Callable[[Any], list[str]] | None = None
-    # Chance accuracy of one item (None: derived from the answer form).
-    chance: Callable[[Any], float] | None = None
+    # Chance accuracy of one item, ``chance(item, population)`` with the template's items of this
+    # type (None: derived from the answer form, a free value from the template's own answers).
+    chance: Callable[[Any, list[Any]], float] | None = None
     # A uniform guess in the response format, ``guess(item row, random.Random) -> str``, for the
     # built-in baselines (random, prior) on a free-valued answer; without it they abstain on
     # this type's items, and every report counts the abstentions apart from invalid replies.

@@ -262,3 +262,23 @@ def test_a_free_valued_type_without_a_guess_is_abstained_on_not_answered_invalid
     for name in ("random", "prior", "text"):
         replies = solver(name).answer(items, SolverContext())
         assert "a" not in replies and replies["b"] in ("A", "B"), (name, replies)
+
+
+def test_chance_of_a_free_value_is_drawn_from_the_items_own_answer_space(shapes_build):
+    """Answers of different lengths are not guesses of each other: two answer lengths, each
+    always the same value, give a chance of 1 (a reply of another length is not counted as a
+    miss), where pairing across lengths gave 0.5."""
+    import duckdb
+
+    from forge.artifact_types import OEItem
+    from forge.registry import lookup
+    from forge_skills.verify.blind_solvers import _sampled_chance, blind_report
+
+    con = duckdb.connect(str(shapes_build["root"] / "store" / "forge.duckdb"), read_only=True)
+    rows = con.execute("SELECT id, content FROM artifacts WHERE type = 'OEItem' ORDER BY id LIMIT 20").fetchall()
+    con.close()
+    items = [(iid, OEItem.model_validate_json(c)) for iid, c in rows]
+    mixed = [(iid, it.model_copy(update={"answer": "50, 50" if k % 2 else "10, 20, 30"}))
+             for k, (iid, it) in enumerate(items)]
+    assert _sampled_chance(mixed, lookup("scorer", "oe")) == {"coordinate_pair": 1.0}
+    assert blind_report(mixed)["chance"] == 1.0

@@ -484,14 +484,16 @@ def solvers_for(items: list[tuple[str, OEItem]]) -> dict[str, Solver]:
 # -- chance and the test -------------------------------------------------------------------------
 
 
-def chance(it: OEItem, sampled_chance: float) -> float:
-    """Chance accuracy of one item: a uniform guess over its options, or for numbers and other
-    values how often a guess drawn from the template's own answers scores (``sampled_chance``)."""
+def chance(it: OEItem, sampled_chance: float, population: list[OEItem] | None = None) -> float:
+    """Chance accuracy of one item: its question type's own ``chance(item, population)`` (the
+    template's items of that type), else a uniform guess over its options, or for numbers and
+    other values how often a guess drawn from the template's own answers scores
+    (``sampled_chance``)."""
     from forge.vocabulary import question_types
 
     qt = question_types().get(it.question_type)
     if qt is not None and qt.chance is not None:
-        return qt.chance(it)
+        return qt.chance(it, population if population is not None else [it])
     form, n = _form(it), len(it.options)
     if form in ("number", "value"):
         return sampled_chance
@@ -505,16 +507,31 @@ def chance(it: OEItem, sampled_chance: float) -> float:
     return 1.0 / n
 
 
-def _sampled_chance(items: list[tuple[str, OEItem]], score_item) -> float:
-    """For numbers and other values: how often a guess drawn from the template's own answers
-    scores (guessing from the answer distribution is the reference, not a uniform range)."""
-    valued = [it for _, it in items if _form(it) in ("number", "value")
-              and (it.answer_value is not None or _form(it) == "value")]
-    if not valued:
-        return 0.0
-    sample = valued[:: max(1, len(valued) // 150)]
-    hits = sum(score_item(_key(a), b.answer_value if _form(b) == "number" else b.answer) for a in sample for b in sample)
-    return hits / (len(sample) ** 2)
+def _sampled_chance(items: list[tuple[str, OEItem]], score_item) -> dict[str, float]:
+    """Per question type, for numbers and other values: how often a guess drawn from the
+    template's own answers of that type scores (guessing from the answer distribution is the
+    reference, not a uniform range). A guess is drawn from the item's own answer space: answers
+    its key cannot read (a vector of another length) are not guesses anyone would make."""
+    from forge_skills.package.scorer import parse
+
+    by_type: dict[str, list[OEItem]] = {}
+    for _, it in items:
+        if _form(it) in ("number", "value") and (it.answer_value is not None or _form(it) == "value"):
+            by_type.setdefault(it.question_type, []).append(it)
+    out: dict[str, float] = {}
+    for qt, valued in by_type.items():
+        sample = valued[:: max(1, len(valued) // 150)]
+        hits = pairs = 0.0
+        for a in sample:
+            key = _key(a)
+            for b in sample:
+                guess = b.answer_value if _form(b) == "number" else b.answer
+                if _form(b) == "value" and parse(key, guess) is None:
+                    continue  # outside a's answer space
+                pairs += 1
+                hits += score_item(key, guess)
+        out[qt] = hits / pairs if pairs else 0.0
+    return out
 
 
 def binomial_tail(k: int, n: int, p: float) -> float:
@@ -545,7 +562,11 @@ def blind_report(items: list[tuple[str, OEItem]]) -> dict:
     score_item = lookup("scorer", "oe")
     n = len(items)
     sampled = _sampled_chance(items, score_item)
-    base = sum(chance(it, sampled) for _, it in items) / n if n else 0.0
+    by_type: dict[str, list[OEItem]] = {}
+    for _, it in items:
+        by_type.setdefault(it.question_type, []).append(it)
+    base = sum(chance(it, sampled.get(it.question_type, 0.0), by_type[it.question_type]) for _, it in items) / n \
+        if n else 0.0
     accuracies = {}
     for name, solver in solvers_for(items).items():
         preds = solver(items)
