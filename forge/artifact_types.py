@@ -461,6 +461,16 @@ class OEItem(ArtifactContent):
                                           "(x, y as shares of the image width and height), ring radius (share of the "
                                           "height); what a solver reading only the markers would see")
 
+    payload: dict[str, Any] = Field(default_factory=dict, description="hidden data the key scores with (a mask, a "
+                                    "pose), from the rule's derivation: shipped only in the answer key, never shown")
+
+    def key(self) -> dict[str, Any]:
+        """The answer key a scoring protocol reads (``answers.jsonl`` holds it, hidden)."""
+        return {"scoring": self.scoring, "options": self.options, "answer": self.answer,
+                "answer_index": self.answer_index, "answer_indices": self.answer_indices,
+                "answer_value": self.answer_value, "targets": self.targets,
+                **({"payload": self.payload} if self.payload else {})}
+
     def values(self) -> list[str]:
         return self.option_values or self.options
 

@@ -13,6 +13,7 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -282,3 +283,90 @@ def test_chance_of_a_free_value_is_drawn_from_the_items_own_answer_space(shapes_
              for k, (iid, it) in enumerate(items)]
     assert _sampled_chance(mixed, lookup("scorer", "oe")) == {"coordinate_pair": 1.0}
     assert blind_report(mixed)["chance"] == 1.0
+
+
+@pytest.fixture(scope="module")
+def points_build(tmp_path_factory):
+    """The plugin's points on shapes: a reply scored against a hidden region, and numbered points
+    the rule draws on the image."""
+    _plugin_installed()
+    root = tmp_path_factory.mktemp("points")
+    intent = root / "points.yaml"
+    intent.write_text(yaml.safe_dump({
+        "name": "shapes-points", "seed": 3,
+        "oe": {"items": 60, "capabilities": ["planar_position"],
+               "question_types": ["point_on_object", "marked_point_choice"]},
+        "sources": [{"kind": "shape_canvas", "scenes": 30}]}, sort_keys=False))
+    done = subprocess.run([sys.executable, "-m", "forge.cli", "build", str(intent), "--store", str(root / "store"),
+                           "--out", str(root / "out"), "--json"], capture_output=True, text=True, cwd=root)
+    assert done.returncode == 0, done.stderr[-3000:]
+    package = Path(json.loads(done.stdout)["package_path"])
+    keys = [json.loads(line) for line in (package / "answers.jsonl").read_text().splitlines()]
+    items = {r["id"]: r for r in map(json.loads, (package / "items.jsonl").read_text().splitlines())}
+    return {"root": root, "package": package, "keys": keys, "items": items}
+
+
+def test_a_hidden_payload_scores_the_reply_and_stays_out_of_sight(points_build):
+    pkg, keys, items = points_build["package"], points_build["keys"], points_build["items"]
+    region = [k for k in keys if k["question_type"] == "point_on_object"]
+    assert len(region) >= 20 and all(len(k["payload"]["polygon"]) >= 8 for k in region)
+    assert not any("payload" in row or "polygon" in json.dumps(row) for row in items.values())
+    review = subprocess.run([sys.executable, "-m", "forge.cli", "review", str(pkg), "--out",
+                             str(points_build["root"] / "review.html")], capture_output=True, text=True)
+    assert review.returncode == 0, review.stderr
+    assert "polygon" not in (points_build["root"] / "review.html").read_text()
+    # Any point inside the region is right, not only the key's centre; a point outside is wrong
+    # and its distance to the region is reported.
+    rows = []
+    for k in region:
+        poly = list(zip(k["payload"]["polygon"][0::2], k["payload"]["polygon"][1::2]))
+        x, y = (float(v) for v in k["answer"].split(","))
+        vx, vy = poly[0]
+        inner = (x + 0.6 * (vx - x), y + 0.6 * (vy - y))  # most of the way to the rim
+        rows.append({"id": k["id"], "response": f"{inner[0]:.2f}, {inner[1]:.2f}"})
+    preds = points_build["root"] / "preds.jsonl"
+    preds.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    scored = subprocess.run([sys.executable, "-m", "shapes_points.score", str(preds), "--json"], capture_output=True,
+                            text=True, cwd=pkg, env={"PYTHONPATH": "", "PATH": "/usr/bin:/bin"})
+    assert scored.returncode == 0, scored.stderr
+    result = json.loads(scored.stdout)
+    assert sum(result["per_item"][k["id"]] for k in region) == len(region)
+    assert result["mean_distance_to_region"] == 0.0
+    from forge_shapes.protocols import inside_region
+    assert inside_region.score(region[0], "0, 0") == 0.0 and inside_region.secondary(region[0], "0, 0")[
+        "distance_to_region"] > 1.0
+
+
+def test_forge_reverify_rederives_the_payload_and_catches_a_moved_region(points_build, tmp_path):
+    import shutil
+
+    store = str(points_build["root"] / "store")
+    done = subprocess.run([sys.executable, "-m", "forge.cli", "reverify", str(points_build["package"]), "--store",
+                           store, "--json"], capture_output=True, text=True)
+    assert done.returncode == 0 and json.loads(done.stdout)["valid_rate"] == 1.0, done.stdout[-2000:]
+    moved = tmp_path / "moved"
+    shutil.copytree(points_build["package"], moved)
+    rows = [json.loads(line) for line in (moved / "answers.jsonl").read_text().splitlines()]
+    target = next(r for r in rows if r.get("payload"))
+    target["payload"]["polygon"] = [c + 30 for c in target["payload"]["polygon"]]
+    (moved / "answers.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    done = subprocess.run([sys.executable, "-m", "forge.cli", "reverify", str(moved), "--store", store, "--json"],
+                          capture_output=True, text=True)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["invalid"] == 1
+    assert report["reasons"][target["id"]].startswith("the hidden payload disagrees with the raw arrays")
+
+
+def test_numbered_points_a_rule_draws_are_on_the_image(points_build):
+    from PIL import Image
+
+    from forge_skills.package.media import MARKER_COLOR
+
+    pkg, items = points_build["package"], points_build["items"]
+    chosen = [k for k in points_build["keys"] if k["question_type"] == "marked_point_choice"]
+    assert len(chosen) >= 10 and {k["answer"] for k in chosen} == {"1", "2", "3"}
+    for k in chosen[:5]:
+        row = items[k["id"]]
+        assert row["options"] == ["1", "2", "3"] and row["response_format"] == "Answer with the number of the point."
+        rgb = np.asarray(Image.open(pkg / row["media"][0]["path"]).convert("RGB"))
+        assert (np.abs(rgb.astype(int) - MARKER_COLOR).sum(axis=2) < 30).sum() >= 3 * 20  # three filled dots

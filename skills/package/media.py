@@ -30,6 +30,38 @@ def _label(draw: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, size: 
 RING_PAD, MIN_RING = 5, 8  # pixels around the largest marked object; the smallest ring drawn
 SPOTS = ("above", "below", "right", "left")
 MARKER_STYLES = ("ring", "outline")
+# Markers a rule draws itself (its derivation's ``markers``), in the view's pixels:
+#   point  {"at": [u, v]}                a numbered query point
+#   box    {"box": [x0, y0, x1, y1]}     a rectangle
+#   arrow  {"from": [u, v], "to": [u, v]} a direction or a motion
+#   mask   {"polygon": [u0, v0, ...], "fill": bool}  a region, outlined or filled
+PRIMITIVES = ("point", "box", "arrow", "mask")
+POINT_RADIUS = 4
+
+
+def primitive_marker(spec: dict, seed: int = 0) -> dict:
+    """A rule's marker laid out as ``draw_markers`` and the marker-only solver read markers:
+    label, style, centre, box and the order of the spots its tag tries."""
+    style = spec.get("style")
+    if style not in PRIMITIVES:
+        raise ValueError(f"unknown marker style {style!r}; a rule may draw {PRIMITIVES}")
+    label = str(spec.get("label", ""))
+    if style == "point":
+        u, v = (float(c) for c in spec["at"])
+        box = [u - POINT_RADIUS, v - POINT_RADIUS, u + POINT_RADIUS, v + POINT_RADIUS]
+    elif style == "box":
+        box = [float(c) for c in spec["box"]]
+    elif style == "arrow":
+        (a, b), (c, d) = spec["from"], spec["to"]
+        box = [min(a, c), min(b, d), max(a, c), max(b, d)]
+    else:
+        poly = [float(c) for c in spec["polygon"]]
+        box = [min(poly[0::2]), min(poly[1::2]), max(poly[0::2]), max(poly[1::2])]
+    out = {**spec, "label": label, "style": style, "box": [round(c, 2) for c in box],
+           "centre": [round((box[0] + box[2]) / 2, 2), round((box[1] + box[3]) / 2, 2)]}
+    turn = seed % len(SPOTS)
+    out["spots"] = list(SPOTS[turn:] + SPOTS[:turn])
+    return out
 
 
 def ring_radius(boxes: list[list[int]]) -> float:
@@ -78,11 +110,25 @@ def draw_markers(rgb: np.ndarray, markers: list[dict]) -> np.ndarray:
     for i, m in enumerate(markers):
         x0, y0, x1, y1 = m["box"]
         cx, cy = m["centre"]
-        if m.get("style") == "outline":
+        style = m.get("style")
+        if style in ("outline", "mask"):
             pts = list(zip(m["polygon"][0::2], m["polygon"][1::2]))
+            if style == "mask" and m.get("fill"):
+                layer = Image.new("RGBA", img.size, (0, 0, 0, 0))
+                ImageDraw.Draw(layer).polygon(pts, fill=MARKER_COLOR + (90,))
+                img.paste(Image.alpha_composite(img.convert("RGBA"), layer).convert("RGB"))
+                draw = ImageDraw.Draw(img)
             draw.line(pts + pts[:1], fill=MARKER_COLOR, width=2)
+        elif style == "point":  # a dot with a white rim, so it shows on any colour
+            draw.ellipse((x0, y0, x1, y1), fill=MARKER_COLOR, outline=(255, 255, 255), width=1)
+        elif style == "box":
+            draw.rectangle((x0, y0, x1, y1), outline=MARKER_COLOR, width=2)
+        elif style == "arrow":
+            _arrow(draw, m["from"], m["to"])
         else:
             draw.ellipse((x0, y0, x1, y1), outline=MARKER_COLOR, width=2)
+        if not m["label"]:
+            continue
         box = draw.textbbox((0, 0), m["label"], font=_font(size))
         tw, th = box[2] - box[0] + 6, box[3] - box[1] + 4
         others = [tuple(o["box"]) for j, o in enumerate(markers) if j != i]
@@ -95,6 +141,18 @@ def draw_markers(rgb: np.ndarray, markers: list[dict]) -> np.ndarray:
         placed.append((lx, ly, lx + tw, ly + th))
         _label(draw, (lx + 3, ly + 2), m["label"], size)
     return np.asarray(img)
+
+
+def _arrow(draw: ImageDraw.ImageDraw, start: list[float], end: list[float]) -> None:
+    """A line from ``start`` to ``end`` with a head at ``end``."""
+    (x0, y0), (x1, y1) = start, end
+    draw.line((x0, y0, x1, y1), fill=MARKER_COLOR, width=2)
+    length = max(1e-6, float(np.hypot(x1 - x0, y1 - y0)))
+    ux, uy = (x1 - x0) / length, (y1 - y0) / length
+    head = min(10.0, length / 2)
+    left = (x1 - head * ux + head * 0.5 * uy, y1 - head * uy - head * 0.5 * ux)
+    right = (x1 - head * ux - head * 0.5 * uy, y1 - head * uy + head * 0.5 * ux)
+    draw.polygon([(x1, y1), left, right], fill=MARKER_COLOR)
 
 
 def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:

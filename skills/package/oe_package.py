@@ -72,9 +72,7 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
         if not item.instruction:
             visible.pop("instruction")  # only items whose keys rely on a stated convention have one
         item_rows.append({"id": iid, **visible, "media": media_paths})
-        answer_rows.append({"id": iid, "answer": item.answer, "answer_index": item.answer_index,
-                            "answer_indices": item.answer_indices, "answer_value": item.answer_value, "targets": item.targets,
-                            "options": item.options, "scoring": item.scoring, "capability": item.capability,
+        answer_rows.append({"id": iid, **item.key(), "capability": item.capability,
                             "question_type": item.question_type, "template": item.template})
     composition = _composition(blueprint, [it for _, it in selected], [kind_of[i] for i, _ in selected],
                                Counter(it.capability for it in items))

@@ -22,7 +22,7 @@ from forge_skills.synthesize.difficulty import BANDS
 from forge_skills.synthesize.marker_place import place_among
 from forge_skills.synthesize.conventions import instruction, statements
 from forge_skills.synthesize.rules_scene import singular
-from forge_skills.package.media import draw_markers, draw_scale_bar, marker_layout, panel, path_plot
+from forge_skills.package.media import draw_markers, draw_scale_bar, marker_layout, panel, path_plot, primitive_marker
 from forge_skills.synthesize.templates import read_template, resolve_label, template_code
 
 SCENE_LAYOUTS = ("multi_view", "frames", "first_last", "top_down_forward")
@@ -110,7 +110,7 @@ def bind_template(ctx: SkillContext, template: Template, evidence: EvidenceRecor
                 derivation={"rule": tpl["answer_rule"], "values": cand.values},
                 admission_scores={"margin": round(float(cand.margin), 6)},
                 variant=int(ctx.rng.integers(len(template.realizations))),
-                presentation=presentation(template, evidence, ft, view, cand, ctx.input_ids["evidence"], seed),
+                presentation=presentation(template, evidence, ft, view, cand, ctx.input_ids["evidence"], seed, why),
                 position_seed=seed, difficulty=rule.difficulty_of(why, tpl, ft, view),
             ), key=key))
     return outputs
@@ -195,7 +195,13 @@ def _bands_take_turns(cands: list[Candidate], band: Callable[[Candidate], str]) 
 
 
 def presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, view: int | None,
-                 cand: Candidate, evidence_id: str, seed: int = 0) -> dict[str, Any]:
+                 cand: Candidate, evidence_id: str, seed: int = 0, why: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What realization needs. A rule's derivation (``why``) may carry ``markers`` it draws itself
+    (points, boxes, arrows, masks: ``media.primitive_marker``) and a hidden ``payload`` for the
+    key (a mask, a pose), which only the answer key ships."""
+    if why is None:
+        why = cand.why if cand.why is not None else rule_for(template.model_dump()).derive(
+            ft, view, cand.slots, template.model_dump())[1]
     layout = template.media.get("layout", "single_view")
     extra: dict[str, Any] = {}
     geometry: list[dict[str, Any]] = []
@@ -231,6 +237,12 @@ def presentation(template: Template, evidence: EvidenceRecord, ft: FactTable, vi
         markers = marker_layout(marks_of(ft, dict(zip(labels, cand.slots["marked"])), view), seed,
                                 marker_style(template.model_dump(include={"media"})))
         geometry = marker_geometry(markers, ft.view(view))
+    drawn = why.get("markers") or []
+    if drawn:  # the rule's own markers, after the object markers (one image only)
+        markers = markers + [primitive_marker(spec, seed + k) for k, spec in enumerate(drawn)]
+        geometry = marker_geometry(markers, ft.view(view if view is not None else media[0]["view"]))
+    if why.get("payload"):
+        extra["payload"] = why["payload"]
     if template.media.get("scale_bar") and evidence.metres_per_pixel:
         extra["scale_bar"] = scale_bar_spec(evidence.metres_per_pixel, media[0]["view"], evidence)
     for m in media:
@@ -326,6 +338,7 @@ def realize_item(ctx: SkillContext, binding: Binding) -> list[OEItem]:
         kinds=list(pres.get("kinds", [])),
         determinant=dict(pres.get("determinant", {})),
         markers=list(pres.get("marker_geometry", [])), difficulty=binding.difficulty,
+        payload=dict(pres.get("payload") or {}),
     )]
 
 

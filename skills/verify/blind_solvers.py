@@ -48,8 +48,7 @@ def _form(it: OEItem) -> str:
 
 
 def _key(it: OEItem) -> dict:
-    return {"scoring": it.scoring, "options": it.options, "answer": it.answer, "answer_index": it.answer_index,
-            "answer_indices": it.answer_indices, "answer_value": it.answer_value, "targets": it.targets}
+    return it.key()
 
 
 def _cross_fit(items: list[tuple[str, OEItem]], learn: Callable, apply: Callable) -> dict[str, Response]:

@@ -401,8 +401,7 @@ def item_answer_derivable(item: OEItem, ctx: CheckContext) -> Outcome:
 @check("item_scorer_executes")
 def item_scorer_executes(item: OEItem, ctx: CheckContext) -> Outcome:
     """The scorer gives 1 to the key, 0 to wrong responses and to junk."""
-    key = {"scoring": item.scoring, "options": item.options, "answer": item.answer, "answer_index": item.answer_index,
-           "answer_indices": item.answer_indices, "answer_value": item.answer_value, "targets": item.targets}
+    key = item.key()
     qt = question_type(item.question_type)
     gold = qt.gold_response(item) if qt.gold_response else item.answer
     if gold is None:

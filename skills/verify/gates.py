@@ -763,8 +763,9 @@ def near_duplicates(log: GateLog, items: dict[str, OEItem], facts: dict[str, dic
 
 
 def slot_objects(slots: dict[str, Any]) -> list[str]:
-    """Every object named by a binding's slots."""
+    """Every object named by a binding's slots (a slot of coordinates, such as numbered points a
+    rule draws, names none)."""
     out: list[str] = []
     for v in slots.values():
-        out.extend(v if isinstance(v, list) else [v])
+        out.extend(x for x in v if not isinstance(x, (list, dict))) if isinstance(v, list) else out.append(v)
     return out

@@ -123,10 +123,21 @@ def _scene_rules(name: str, template: dict[str, Any], slots: dict[str, Any], sou
     return NOT_A_SCENE_RULE
 
 
+def _payload_agrees(key: dict[str, Any], payload: dict[str, Any]) -> bool:
+    """Whether the key's own answer scores 1 under the payload re-derived from the raw arrays
+    (a point key inside the re-measured mask): the shipped payload and the arrays tell one story
+    only if the key's answer scores 1 under both."""
+    from forge.registry import lookup
+
+    score = lookup("scorer", "oe")
+    return score({**key, "payload": payload}, key.get("answer")) == 1.0 and score(key, key.get("answer")) == 1.0
+
+
 def expected_answer(template: dict[str, Any], slots: dict[str, Any], view: int | None, source: dict[str, Any],
-                    arrays: dict[str, np.ndarray]) -> str | None:
+                    arrays: dict[str, np.ndarray]) -> str | None | tuple[str | None, dict[str, Any]]:
     """The answer the raw arrays give for these slots, or None when no answer is admissible.
-    A plugin's rule is re-derived by the function it registers as ``rule_reverifier:<rule>``."""
+    A plugin's rule is re-derived by the function it registers as ``rule_reverifier:<rule>``; one
+    whose items carry a hidden payload returns (answer, payload re-derived from the arrays)."""
     from forge.registry import entries
 
     rule = template["answer_rule"]
@@ -373,6 +384,10 @@ def _item_problem(row: dict[str, Any], keys: dict[str, Any], contents: dict[str,
     key = keys[row["id"]]
     shown = _key_answer(key, template)
     reason = None
+    if isinstance(truth, tuple):  # a plugin's re-derivation of the answer and of the hidden payload
+        truth, payload = truth
+        if truth is not None and not _payload_agrees(key, payload):
+            return "the hidden payload disagrees with the raw arrays: the key's answer is not scored right by it"
     if truth is None:
         reason = "the raw arrays admit no unique answer"
     elif shown != truth:
@@ -476,7 +491,7 @@ def _options_plain(options: list[str], source: dict[str, Any], template: dict[st
     names = {o["name"] for o in source["objects"]}
     allowed = names | {"yes", "no", "A", "B", "C", "D"} | {f"View {i + 1}" for i in range(len(source["views"]))}
     allowed |= {label for _, _, label in template["options"].get("intervals", [])}
-    allowed |= set(template["options"].get("values", []))
+    allowed |= set(template["options"].get("values", [])) | set(template["options"].get("labels", []))
     allowed |= {f"Frame {i + 1}" for i in range(len(source["views"]))}
     return all(o in allowed for o in options)
 
