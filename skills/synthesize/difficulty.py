@@ -219,12 +219,14 @@ def by_turn(key: str, easy_from: float, hard_below: float) -> Rater:
 
 def confusers(ft: Any, target: str, others: list[str]) -> set[str]:
     """What the named object shares with ``others``: ``kind`` (another of its category: its
-    colour must be read) and ``colour`` (another of its colour: its kind must be read)."""
+    colour must be read) and ``colour`` (another of its colour: its kind must be read). Objects
+    with no clear colour name (wood, a pale toy) share that look: two wooden jenga blocks are
+    told apart by neither cue."""
     obj = ft.object(target)
     out = set()
     if any(ft.category(n) == obj.category for n in others):
         out.add("kind")
-    if obj.color and any(ft.object(n).color == obj.color for n in others):
+    if any(ft.object(n).color == obj.color for n in others):
         out.add("colour")
     return out
 
@@ -246,12 +248,8 @@ def absence_band(ft: Any, target: str, shown: list[str]) -> int:
     """0, 1 or 2 (easy, medium, hard) for saying a named object is not among ``shown``: a person
     scans for its colour first, so what takes a look is another thing of its colour (its shape
     must be read), and more so beside another of its kind; another of its kind alone is ruled
-    out by its colour at a glance (reviewers found such "no" answers one-glance). An object of no
-    single colour (a wooden jenga block) is scanned for by its shape: another of its kind shown
-    is as hard to rule out as a look-alike."""
+    out by its colour at a glance (reviewers found such "no" answers one-glance)."""
     shared = confusers(ft, target, shown)
-    if not ft.object(target).color:
-        return 2 if "kind" in shared else 0
     if "colour" not in shared:
         return 0
     return 2 if "kind" in shared else 1
