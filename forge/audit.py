@@ -9,8 +9,14 @@ from typing import Any
 from forge.refs import resolve
 from forge.store import Store
 
-_TYPE_ORDER = ["Blueprint", "SceneSpec", "ImageUnit", "SourceRecord", "ImageRecord", "EvidenceRecord", "Template",
-               "Binding", "OEItem", "Package"]
+
+
+def _depth(aid: str, parents: dict[str, list[dict[str, str]]], memo: dict[str, int]) -> int:
+    """How many steps from a source an artifact is: lineage reads from the sources down."""
+    if aid not in memo:
+        memo[aid] = 0  # a cycle (there is none in a build) would stop here
+        memo[aid] = 1 + max((_depth(p["parent"], parents, memo) for p in parents.get(aid, [])), default=-1)
+    return memo[aid]
 
 
 def audit(store: Store, ref: str) -> dict[str, Any]:
@@ -38,7 +44,8 @@ def audit(store: Store, ref: str) -> dict[str, Any]:
             "gate_decisions": gates.get(aid, []),
             "summary": _summarize(a.type, a.content),
         })
-    lineage.sort(key=lambda x: (_TYPE_ORDER.index(x["type"]) if x["type"] in _TYPE_ORDER else 99, x["id"]))
+    depths: dict[str, int] = {}
+    lineage.sort(key=lambda x: (_depth(x["id"], parents, depths), x["type"], x["id"]))
     target_art = arts[target]
     sources = [x for x in lineage if not x["parents"]]
     data_files = sorted({label for x in lineage for label in (x["data_files"] or {})})

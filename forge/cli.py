@@ -389,15 +389,16 @@ def reverify(package: str, store: str | None, intent: str | None, as_json: bool)
     def run() -> None:
         from forge.export import verify_package
         from forge.registry import lookup
+        from forge.tracks import default_track
         from forge.store import DB_NAME, Store
 
         target = Path(package)
         if not (target / "manifest.json").exists():
             raise UsageError(f"{target}: not a package (no manifest.json)")
         try:
-            track_name = json.loads((target / "manifest.json").read_text()).get("track", "oe")
+            track_name = json.loads((target / "manifest.json").read_text()).get("track", default_track())
         except (OSError, ValueError, AttributeError):
-            track_name = "oe"
+            track_name = default_track()
         reverify_package = lookup("reverifier", track_name)
         store_dir = _store_for(store, intent)
         if not (store_dir / DB_NAME).exists():

@@ -6,6 +6,7 @@ from __future__ import annotations
 from forge.errors import UnknownReferenceError
 from forge.skills import STAGES
 from forge.store import Store
+from forge.tracks import item_types
 
 
 def resolve(store: Store, ref: str, *, item_only: bool = False) -> list[str]:
@@ -25,7 +26,8 @@ def resolve(store: Store, ref: str, *, item_only: bool = False) -> list[str]:
         raise UnknownReferenceError(f"REF {ref!r} matches no stage, skill or template, and is too short for an artifact id prefix")
     matches = store.find_artifacts(ref)
     if item_only:
-        matches = [m for m in matches if m[1] == "OEItem"]
+        released = item_types()
+        matches = [m for m in matches if m[1] in released]
     if len(matches) > 1:
         raise UnknownReferenceError(f"REF {ref!r} is ambiguous: {len(matches)} artifacts start with it")
     return _nonempty(ref, [m[0] for m in matches])

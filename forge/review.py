@@ -24,6 +24,7 @@ from typing import Any
 
 from forge.errors import UsageError
 from forge.store import Batch, Store, now
+from forge.tracks import item_types
 
 HUMAN_REQUIREMENT = "HUMAN-1"
 VERDICTS = ("correct", "ambiguous", "wrong")
@@ -276,7 +277,8 @@ def import_verdicts(path: Path, store_dir: Path) -> dict[str, Any]:
         if unknown:
             raise ReviewError(f"{path}: {len(unknown)} item(s) not in store {store_dir}, e.g. {unknown[0][:12]} "
                               "(review a package built from this store)")
-        not_items = [i for i in ids if known[i] != "OEItem"]
+        released = item_types()
+        not_items = [i for i in ids if known[i] not in released]
         if not_items:
             raise ReviewError(f"{path}: {not_items[0][:12]} is a {known[not_items[0]]}, not an item")
         batch = Batch()

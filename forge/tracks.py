@@ -50,12 +50,22 @@ class Track:
     # returns the intent to plan: (intent path, model client, store folder, progress) -> LoadedIntent.
     asks_before_planning: Callable[[dict[str, Any]], bool] = lambda raw: False
     plan_with_models: Callable[..., Any] | None = None
+    # The artifact type of what the track releases, one per package entry (what `forge review`
+    # takes verdicts on and an item reference resolves to).
+    item_type: str = ""
 
 
 def track(name: str) -> Track:
     from forge.registry import lookup
 
     return lookup("track", name)
+
+
+def item_types() -> set[str]:
+    """The artifact types the registered tracks release as items."""
+    from forge.registry import entries
+
+    return {t.item_type for t in entries("track").values() if t.item_type}
 
 
 def default_track() -> str:

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from forge.errors import UsageError
 from forge.keys import file_digest
+from forge.tracks import default_track
 
 
 def check_files(package: Path) -> tuple[dict[str, Any] | None, list[str]]:
@@ -70,7 +71,7 @@ def verify_package(package: Path, store_dir: Path | None,
     if not (store_dir / DB_NAME).exists():
         raise UsageError(f"{store_dir}: no forge store there; pass --store DIR (the store the package was built "
                          "in) or --intent FILE (a build keeps its store in .forge/ beside the intent)")
-    reverify = lookup("reverifier", manifest.get("track", "oe"))
+    reverify = lookup("reverifier", manifest.get("track", default_track()))
     ids = _item_ids(package)
     with Store(store_dir, read_only=True) as store:
         snapshot = store.snapshot(ids)

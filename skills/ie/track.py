@@ -351,5 +351,6 @@ IE_TRACK = Track(
                    "split_inconsistent": ("local_field_repair", "skill_reexecution"),
                    "non_executable_verifier": ("skill_reexecution", None),
                    "restore_failure": ("upstream_rollback", None)},
+    item_type="IETask",
 )
 register("track", "ie", IE_TRACK)

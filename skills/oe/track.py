@@ -133,5 +133,6 @@ OE_TRACK = Track(
     asks_before_planning=prepare.asks_before_planning, plan_with_models=prepare.plan_with_models,
     repair_skills={"local_field_item": "repair.local_field_item", "local_field_binding": "repair.local_field_binding",
                    "rebind": "repair.rebind", "resynthesize_item": "repair.resynthesize_item"},
+    item_type="OEItem",
 )
 register("track", "oe", OE_TRACK)
