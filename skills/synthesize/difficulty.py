@@ -219,14 +219,12 @@ def by_turn(key: str, easy_from: float, hard_below: float) -> Rater:
 
 def confusers(ft: Any, target: str, others: list[str]) -> set[str]:
     """What the named object shares with ``others``: ``kind`` (another of its category: its
-    colour must be read) and ``colour`` (another of its colour: its kind must be read). Objects
-    with no clear colour name (wood, a pale toy) share that look: two wooden jenga blocks are
-    told apart by neither cue."""
+    colour must be read) and ``colour`` (another of its colour: its kind must be read)."""
     obj = ft.object(target)
     out = set()
     if any(ft.category(n) == obj.category for n in others):
         out.add("kind")
-    if any(ft.object(n).color == obj.color for n in others):
+    if obj.color and any(ft.object(n).color == obj.color for n in others):
         out.add("colour")
     return out
 
@@ -248,8 +246,12 @@ def absence_band(ft: Any, target: str, shown: list[str]) -> int:
     """0, 1 or 2 (easy, medium, hard) for saying a named object is not among ``shown``: a person
     scans for its colour first, so what takes a look is another thing of its colour (its shape
     must be read), and more so beside another of its kind; another of its kind alone is ruled
-    out by its colour at a glance (reviewers found such "no" answers one-glance)."""
+    out by its colour at a glance (reviewers found such "no" answers one-glance). An object with
+    no clear colour name is scanned for among the others without one: two wooden jenga blocks
+    are told apart by neither cue, a green one at a glance."""
     shared = confusers(ft, target, shown)
+    if not ft.object(target).color and any(not ft.object(n).color for n in shown):
+        shared.add("colour")
     if "colour" not in shared:
         return 0
     return 2 if "kind" in shared else 1
