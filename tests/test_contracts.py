@@ -88,7 +88,14 @@ def test_contract_edit_reverifies_without_rebuilding(tmp_path):
     new_units = second["units_collected"] - first["units_collected"]
     assert second["nodes"]["collect"]["executed"] == new_units
     assert second["nodes"]["bind"]["executed"] == new_units * len(second["templates"])
-    assert second["nodes"]["realize"]["reused"] == first["nodes"]["realize"]["created"]
+    # Stored items are reused (the refills may draw another path past a few of them), and no
+    # binding is realized twice.
+    assert 0.9 * first["nodes"]["realize"]["created"] <= second["nodes"]["realize"]["reused"] <= \
+        first["nodes"]["realize"]["created"]
+    with Store(tmp_path / "store", read_only=True) as s:
+        twice = s.one("SELECT count(*) FROM (SELECT inputs FROM skill_runs WHERE skill = 'synthesize.realize_item' "
+                      "AND status = 'ok' GROUP BY inputs HAVING count(*) > 1)")[0]
+    assert twice == 0
     released = [json.loads(x) for x in open(second["package_path"] + "/items.jsonl")]
     assert released and not [r for r in released if "cube" in r["question"]]
     with Store(tmp_path / "store", read_only=True) as s:
