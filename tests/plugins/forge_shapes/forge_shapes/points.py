@@ -20,6 +20,8 @@ from forge.keys import digest
 from forge.vocabulary import QuestionType
 from forge_skills.synthesize.answer_rules import Candidate, FactTable, Rule, per_object, register
 from forge_shapes.position import percent_position
+# The rule places points by the test its protocol scores replies with.
+from forge_shapes.protocols.inside_region import inside
 
 LABELS = ("1", "2", "3")
 DISC_SIDES = 24
@@ -40,15 +42,6 @@ def outline(ft: FactTable, obj: str, view: int) -> list[tuple[float, float]] | N
         corners = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
     pixels = [ft.project([x, y, z], view) for x, y in corners]
     return None if any(p is None for p in pixels) else [(float(u), float(v)) for u, v in pixels]
-
-
-def inside(polygon: list[tuple[float, float]], x: float, y: float) -> bool:
-    """Even-odd rule."""
-    hit = False
-    for (x1, y1), (x2, y2) in zip(polygon, polygon[1:] + polygon[:1]):
-        if (y1 > y) != (y2 > y) and x < x1 + (y - y1) * (x2 - x1) / (y2 - y1):
-            hit = not hit
-    return hit
 
 
 # -- a point on the shape: the hidden region --------------------------------------------------

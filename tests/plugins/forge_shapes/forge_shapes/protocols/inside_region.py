@@ -23,7 +23,8 @@ def _polygon(key: dict) -> list[tuple[float, float]]:
     return list(zip(flat[0::2], flat[1::2]))
 
 
-def _inside(polygon: list[tuple[float, float]], x: float, y: float) -> bool:
+def inside(polygon: list[tuple[float, float]], x: float, y: float) -> bool:
+    """Even-odd rule."""
     hit = False
     for (x1, y1), (x2, y2) in zip(polygon, polygon[1:] + polygon[:1]):
         if (y1 > y) != (y2 > y) and x < x1 + (y - y1) * (x2 - x1) / (y2 - y1):
@@ -33,7 +34,7 @@ def _inside(polygon: list[tuple[float, float]], x: float, y: float) -> bool:
 
 def score(key: dict, response: object) -> float:
     got = parse(key, response)
-    return 1.0 if got is not None and _inside(_polygon(key), *got) else 0.0
+    return 1.0 if got is not None and inside(_polygon(key), *got) else 0.0
 
 
 def secondary(key: dict, response: object) -> dict:
@@ -42,7 +43,7 @@ def secondary(key: dict, response: object) -> dict:
     if got is None:
         return {}
     polygon = _polygon(key)
-    if _inside(polygon, *got):
+    if inside(polygon, *got):
         return {"distance_to_region": 0.0}
     x, y = got
 
