@@ -29,7 +29,7 @@ from forge.refs import forced_scope, resolve
 from forge.skills import discover
 from forge.store import Store
 from forge.registry import entries
-from forge.tracks import default_track, track
+from forge.tracks import BuildContext, default_track, track
 
 
 ABLATIONS = ("final-stage-only", "no-contracts", "no-blind-eval", "no-repair")
@@ -62,9 +62,9 @@ def _build(intent_path: str | Path, options: BuildOptions) -> dict[str, Any]:
     registry = discover()
     raw = read_intent(intent_path)
     named = raw.get("track")
-    spec_of = track(named if isinstance(named, str) and named in entries("track") else default_track())
+    spec = track(named if isinstance(named, str) and named in entries("track") else default_track())
     loaded = workflow = None
-    if not spec_of.asks_before_planning(raw):
+    if not spec.asks_before_planning(raw):
         loaded = load_intent(intent_path)
         workflow = compose(loaded, registry)  # type and precondition errors surface here, before any work
     store_dir = options.store_dir or default_store_dir(Path(intent_path))
@@ -78,7 +78,7 @@ def _build(intent_path: str | Path, options: BuildOptions) -> dict[str, Any]:
         if workflow is None:
             # Model roles asked before planning (a coordinator choosing capabilities, a synthesizer
             # writing templates the library lacks): their answers are cached in this store.
-            loaded = spec_of.plan_with_models(Path(intent_path), client, store.root, progress)
+            loaded = spec.plan_with_models(Path(intent_path), client, store.root, progress)
             workflow = compose(loaded, registry)
         loaded.intent.models.check_keys()  # a missing API key stops the build now, naming the variable
         contracts = ContractBook.load(extra_contract_dirs(loaded))
@@ -103,13 +103,12 @@ def _build(intent_path: str | Path, options: BuildOptions) -> dict[str, Any]:
         repair = None
         if options.ablate not in ("final-stage-only", "no-repair"):
             policy = loaded.intent.repair
-            repair = RepairLoop(store, executor, workflow,
-                                RepairSettings(policy.budget, policy.escalate_after), build_id,
-                                guard=_guard(contracts, gates), skills=track(loaded.intent.track).repair_skills,
-                                routes=track(loaded.intent.track).repair_routes)
+            repair = RepairLoop(store, executor, workflow, RepairSettings(policy.budget, policy.escalate_after),
+                                build_id, gates, skills=spec.repair_skills, routes=spec.repair_routes,
+                                gate_categories=spec.gate_categories)
         roles = RoleContext(client, loaded.intent.models)
-        runner = track(loaded.intent.track).runner(workflow, executor, store, gates, progress, log, sources,
-                                                   repair=repair, ablate=options.ablate, models=roles)
+        runner = spec.runner(BuildContext(workflow, executor, store, progress, gates=gates, gate_log=log,
+                                          sources=sources, repair=repair, ablate=options.ablate, models=roles))
         try:
             state = runner.run()
             pkg = executor.load(runner.package_id(state))
@@ -126,6 +125,7 @@ def _build(intent_path: str | Path, options: BuildOptions) -> dict[str, Any]:
             progress.close()
         summary = _summary(runner, state, build_id, store_dir, path, written, time.perf_counter() - t0, pkg,
                            [s.kind for s in loaded.intent.sources])
+        summary["track"] = loaded.intent.track
         summary["ablate"] = options.ablate
         summary["blobs_recreated"] = len(executor.blobs_recreated)
         summary["models"] = _model_summary(store, build_id, roles, summary.get("items_accepted", 0))
@@ -140,12 +140,6 @@ def _model_summary(store: Store, build_id: str, roles: RoleContext, accepted: in
     use = usage(store, build_id)
     return {**roles.report(), "usage": use, "totals": totals(use),
             "tokens_per_accepted_item": tokens_per_item(use, accepted)}
-
-
-def _guard(contracts: ContractBook, gates: dict[str, Any]) -> str:
-    from forge.keys import digest
-
-    return digest(sorted((t, contracts.version(t)) for t in contracts.contracts), gates)
 
 
 def _summary(runner, state: dict[str, Any], build_id: str, store_dir: Path, path: Path, written: bool,

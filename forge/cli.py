@@ -93,12 +93,16 @@ def _print_summary(s: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from forge.tracks import track
+
     console = Console(stderr=False)
     t = Table(title=f"forge build {s['build_id']}", show_header=False)
-    for key in ("skills_executed", "skills_failed", "artifacts_created", "artifacts_reused", "items_candidates",
-                "items_rejected", "items_held", "items_accepted", "items_released", "items_not_needed", "seconds"):
-        label = {"items_held": "items held by gates", "items_not_needed": "items accepted, not needed"}.get(key)
-        t.add_row(label or key.replace("_", " "), str(s[key]))
+    rows = [(k, k.replace("_", " ")) for k in ("skills_executed", "skills_failed", "artifacts_created",
+                                                 "artifacts_reused")]
+    rows += [*track(s["track"]).summary_rows, ("seconds", "seconds")]
+    for key, label in rows:
+        if key in s:
+            t.add_row(label, str(s[key]))
     console.print(t)
     g = Table(title="gates", show_header=True)
     for col in ("gate", "pass", "fail"):
@@ -115,7 +119,8 @@ def _print_summary(s: dict[str, Any]) -> None:
         for op, row in rep["operators"].items():
             r.add_row(op, *(str(row[k]) for k in ("repairs", "artifacts", "succeeded", "rebuilt", "seconds")))
         console.print(r)
-    flagged = [t for t, v in s["templates"].items() if v["grey_batch"] == "fail" or v["blind"].get("flagged")]
+    flagged = [t for t, v in (s.get("templates") or {}).items()
+               if v["grey_batch"] == "fail" or v["blind"].get("flagged")]
     if flagged:
         console.print(f"[yellow]templates held back:[/yellow] {', '.join(flagged)}")
     for cap, why in (s.get("capabilities_unavailable") or {}).items():

@@ -157,6 +157,29 @@ def folder_listing(roots: list[Path]) -> str:
     return digest(entries)
 
 
+def blueprint_params(loaded: LoadedIntent) -> dict[str, Any]:
+    """What a track's blueprint node is given: the resolved construction (folder sources arrive
+    resolved, see LoadedIntent.construction), the listing of the folders its sources read (a
+    file added or replaced re-plans the units instead of reusing a stale plan) and who chose the
+    capabilities when a model did."""
+    params: dict[str, Any] = {"intent": loaded.construction}
+    folders = intent_folders(loaded)
+    if folders:
+        params["folder_listing"] = folder_listing(folders)
+    if loaded.chosen_by:
+        params["chosen_by"] = loaded.chosen_by
+    return params
+
+
+def template_file_fanout(loaded: LoadedIntent) -> list[dict[str, Any]]:
+    """One template invocation per template file of the sources' families plus the intent's folders."""
+    from forge.registry import lookup
+
+    families = sorted({f for s in loaded.intent.sources for f in descriptor(s.kind).templates})
+    refs = lookup("template_library", "builtin")(families, [loaded.resolve(d) for d in loaded.intent.templates_dirs])
+    return [{"template": name, "label": label} for name, (label, _path) in sorted(refs.items())]
+
+
 def available_templates(loaded: LoadedIntent) -> list[dict[str, Any]]:
     """Every readable template the intent's sources and template folders offer."""
     from forge.registry import lookup

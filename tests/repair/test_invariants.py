@@ -54,7 +54,7 @@ def test_evidence_is_never_edited_in_place(frame_join, tmp_path):
 
     workflow = compose(load_intent(fb.root / "intent.yaml"), discover())
     with Store(tmp_path / "store2") as store:
-        loop = RepairLoop(store, Executor(store, ContractBook.load(), "x"), workflow, RepairSettings(), "x", "g")
+        loop = RepairLoop(store, Executor(store, ContractBook.load(), "x"), workflow, RepairSettings(), "x", {})
         d = Diagnosis(bad, "EvidenceRecord", "EV-3", "invalid_evidence", bad, "structure.rendered_evidence", "",
                       "local_field_repair", 1, bad)
         with pytest.raises(RepairInvariantError, match="never edited"):
