@@ -44,7 +44,7 @@ def shortcut_templates(store: Store, package: Path, margin: float = 0.15, alpha:
     one by one, but the release carries a shortcut (what gate C1 exists to stop)."""
     import json
 
-    from forge.artifact_types import OEItem
+    from forge_skills.oe.types import OEItem
     from forge_skills.verify.blind_solvers import blind_report
 
     by_template: dict[str, list] = {}

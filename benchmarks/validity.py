@@ -28,7 +28,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from forge.artifact_types import EvidenceRecord, OEItem, SourceRecord
+from forge_skills.oe.types import EvidenceRecord, OEItem, SourceRecord
 from forge_skills.verify.blind_solvers import SOLVERS, blind_report
 from forge.errors import DefinitionError
 from forge.store import Store

@@ -19,6 +19,7 @@ deterministic or execution requirement.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -30,6 +31,7 @@ from forge.codeversion import data_files_version, data_identity, module_version
 from forge.errors import DefinitionError
 from forge.keys import RequirementId, digest, file_digest
 from forge.paths import list_files
+from forge.registry import view
 from forge.yamlfile import CONTRACT_LIMITS, read_yaml
 
 Verification = Literal["deterministic", "execution", "model-assisted"]
@@ -78,7 +80,7 @@ class Outcome:
 
 
 CheckFn = Callable[..., Any]
-CHECKS: dict[str, CheckFn] = {}
+CHECKS: Mapping[str, CheckFn] = view("check")
 CHECK_CONSULTS: dict[str, tuple[str, ...]] = {}  # check -> registry kinds whose code it runs
 
 
@@ -91,7 +93,6 @@ def check(name: str, consults: tuple[str, ...] = ()) -> Callable[[CheckFn], Chec
         from forge.registry import register
 
         register("check", name, fn, origin=f"{fn.__module__}.{fn.__qualname__}")
-        CHECKS[name] = fn
         CHECK_CONSULTS[name] = tuple(consults)
         return fn
 

@@ -11,15 +11,17 @@ ones: a build under another plan (or none) executes that run again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from forge.artifact_types import ArtifactContent
 from forge.errors import DefinitionError
 from forge.keys import digest
+from forge.registry import view
 
 Mutator = Callable[[ArtifactContent, "FaultContext"], ArtifactContent | None]
-MUTATORS: dict[str, Mutator] = {}
+MUTATORS: Mapping[str, Mutator] = view("fault_mutator")
 
 
 def mutator(name: str) -> Callable[[Mutator], Mutator]:
@@ -27,7 +29,6 @@ def mutator(name: str) -> Callable[[Mutator], Mutator]:
         from forge.registry import register
 
         register("fault_mutator", name, fn, origin=f"{fn.__module__}.{fn.__qualname__}")
-        MUTATORS[name] = fn
         return fn
     return decorate
 

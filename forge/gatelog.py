@@ -35,13 +35,13 @@ class GateLog:
         and an item that no longer reaches a gate keeps no stale verdict of it."""
         names = {g.value for g in gates}
         self.rows = {k: v for k, v in self.rows.items()
-                     if not (k[0] in names and (subjects is None or k[1] in subjects or v[3] == "Template"))}
+                     if not (k[0] in names and (subjects is None or k[1] in subjects or _on_template(v)))}
 
     @property
     def counts(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
         for (gate, _), row in sorted(self.rows.items()):
-            if row[3] != "Template":
+            if not _on_template(row):
                 bucket = out.setdefault(gate, {})
                 bucket[row[5]] = bucket.get(row[5], 0) + 1
         return out
@@ -52,3 +52,8 @@ class GateLog:
             batch.add("gate_decisions", (*r[:6], _DETAILS.encode(r[6]) if r[6] else "{}", r[7]))
         store.execute("DELETE FROM gate_decisions WHERE build_id = ?", [self.build_id])
         store.write(batch)
+
+
+def _on_template(row: tuple) -> bool:
+    """A decision on a whole template (its subject is the template itself), not on one item."""
+    return row[2] == row[4]

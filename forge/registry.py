@@ -2,36 +2,126 @@
 
 Plugins are the modules of the ``forge.skills`` entry-point group (the built-in skills are one
 of them). Importing a plugin registers its skills (``@skill``), contract checks (``@check``),
-fault mutators and answer rules, and, through :func:`register`, everything else the engine
-looks up by kind: the item scorer and its vocabularies, template libraries, re-verifiers,
-contract and resource folders. The engine names no plugin: it asks the registry.
+fault mutators, answer rules and artifact types, and, through :func:`register`, everything else
+the engine looks up by kind: tracks, source kinds, the item scorer and its vocabularies,
+template libraries, re-verifiers, contract and resource folders. The kinds are a closed set
+(:data:`KINDS`), each with the form of what it holds; the per-kind tables modules keep
+(``CHECKS``, ``MUTATORS``, ``ARTIFACT_TYPES``, the skill registry, the solvers) are views over
+this one (:func:`view`). The engine names no plugin: it asks the registry.
 """
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
-from typing import Any
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
 
 from forge.errors import DefinitionError
 
 PLUGIN_GROUP = "forge.skills"
+
+
+def _is(*types: type) -> Callable[[Any], bool]:
+    return lambda obj: isinstance(obj, types)
+
+
+_CALLABLE = callable
+_CLASS = _is(type)
+_ANY: Callable[[Any], bool] = lambda obj: obj is not None
+
+# kind -> (what an entry is, whether an object is of that form). Registering under any other
+# kind is an error: a misspelt kind would otherwise register something nobody looks up.
+KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "skill": ("a typed skill (forge.skills.SkillSpec)", _ANY),
+    "check": ("a contract predicate fn(content, ctx, **args)", _CALLABLE),
+    "fault_mutator": ("a planted fault fn(content, FaultContext)", _CALLABLE),
+    "artifact_type": ("an ArtifactContent subclass", _CLASS),
+    "solver": ("a built-in panel member (forge.evaluation.solvers.SolverInfo)", _ANY),
+    "track": ("a track (forge.tracks.Track)", _ANY),
+    "source_kind": ("a source section model (a pydantic class)", _CLASS),
+    "capability": ("a capability", _ANY),
+    "question_type": ("a question type", _ANY),
+    "answer_rule": ("an answer rule", _ANY),
+    "rule_reverifier": ("an answer rule's independent re-verifier", _CALLABLE),
+    "scoring_protocol": ("a scoring protocol module (parse, score)", _is(ModuleType)),
+    "scorer": ("an item scorer", _CALLABLE),
+    "vocabulary": ("a set of words", _is(frozenset, set, tuple, list)),
+    "template_library": ("template files by family", _CALLABLE),
+    "template_catalogue": ("the readable templates of families and folders", _CALLABLE),
+    "template_dir": ("a folder of template files", _is(Path)),
+    "contract_dir": ("a folder of contract files", _is(Path)),
+    "resource_dir": ("a folder of resource descriptors", _is(Path)),
+    "reverifier": ("a package re-verifier of one track", _CALLABLE),
+    "package_evaluator": ("a package evaluator of one track (a module)", _ANY),
+    "package_metrics": ("a package's metric re-check", _CALLABLE),
+    "package_report": ("a package report writer", _CALLABLE),
+    "ie_world_checks": ("an interactive world's checks by name", _is(dict)),
+    "ie_world_episodes": ("an interactive world's episode runner and questions", _is(dict)),
+    "ie_world_package": ("an interactive world's package writers", _is(dict)),
+    "ie_world_reverify": ("an interactive world's task re-verifier", _CALLABLE),
+    "ie_source_setup": ("an IE source's setup step", _CALLABLE),
+}
 
 _ENTRIES: dict[tuple[str, str], tuple[Any, str]] = {}
 _BY_KIND: dict[str, dict[str, Any]] = {}  # entries() per kind, dropped on every registration
 _LOADED = False
 
 
-def register(kind: str, name: str, obj: Any, origin: str | None = None) -> Any:
+def register(kind: str, name: str, obj: Any, origin: str | None = None, *, replace: bool = False) -> Any:
     """Register ``obj`` as ``kind:name``. Registering the same object twice is harmless; another
-    object under a taken name is an error naming both origins."""
+    object under a taken name is an error naming both origins, unless ``replace`` (a module
+    loaded again registers its new objects under its old names)."""
     origin = origin or _caller_module()
+    if kind not in KINDS:
+        raise DefinitionError(f"{origin}: {kind!r} is not a registry kind; kinds: {', '.join(sorted(KINDS))}")
+    what, fits = KINDS[kind]
+    if not fits(obj):
+        raise DefinitionError(f"{origin}: {kind}:{name} must be {what}, not {type(obj).__name__}")
     key = (kind, name)
-    if key in _ENTRIES and _ENTRIES[key][0] is not obj:
+    if key in _ENTRIES and _ENTRIES[key][0] is not obj and not replace:
         raise DefinitionError(f"{kind}:{name} is registered twice: by {_ENTRIES[key][1]} and by {origin}")
     _ENTRIES[key] = (obj, origin)
     _BY_KIND.pop(kind, None)
     return obj
+
+
+class _KindView(Mapping):
+    """A live, read-only view of one kind's entries by name, in registration order. Reading it
+    does not load plugins (modules read their own kind's entries while plugins load)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def _entries(self) -> dict[str, Any]:
+        found = _BY_KIND.get(self.kind)
+        if found is None:
+            found = _BY_KIND[self.kind] = {n: obj for (k, n), (obj, _) in _ENTRIES.items() if k == self.kind}
+        return found
+
+    def __getitem__(self, name: str) -> Any:
+        return _ENTRIES[(self.kind, name)][0]
+
+    def __contains__(self, name: object) -> bool:
+        return (self.kind, name) in _ENTRIES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._entries()))
+
+    def __len__(self) -> int:
+        return len(self._entries())
+
+    def __repr__(self) -> str:
+        return f"<registry view {self.kind}: {len(self)} entries>"
+
+
+def view(kind: str) -> Mapping[str, Any]:
+    """The entries of ``kind`` as a live read-only mapping (see :class:`_KindView`)."""
+    if kind not in KINDS:
+        raise DefinitionError(f"{kind!r} is not a registry kind")
+    return _KindView(kind)
 
 
 def lookup(kind: str, name: str) -> Any:
@@ -49,10 +139,7 @@ def entries(kind: str) -> dict[str, Any]:
     """Every object registered under ``kind``, by name, in the order they were registered (the
     built-in plugin first)."""
     load_plugins()
-    found = _BY_KIND.get(kind)
-    if found is None:
-        found = _BY_KIND[kind] = {n: obj for (k, n), (obj, _) in _ENTRIES.items() if k == kind}
-    return found
+    return dict(_KindView(kind)._entries())
 
 
 def origin(kind: str, name: str) -> str:

@@ -29,7 +29,7 @@ from forge.artifact_types import ArtifactContent
 from forge.codeversion import data_files_version, data_identity, module_version, register_project_package
 from forge.errors import DefinitionError, PrerequisiteError
 from forge.keys import canonical_json, digest
-from forge.registry import entries, register, registered_code
+from forge.registry import entries, register, registered_code, view
 
 STAGES = ("S1", "S2", "S3", "S4", "S5")
 STAGE_NAMES = {
@@ -196,8 +196,10 @@ class SkillContext:
 
 
 class SkillRegistry:
-    def __init__(self) -> None:
-        self._skills: dict[str, SkillSpec] = {}
+    def __init__(self, skills: Any = None) -> None:
+        # The process-wide registry is the view of the one registry's skills; others (a planner
+        # test's own) keep theirs.
+        self._skills: Any = {} if skills is None else skills
 
     def add(self, spec: SkillSpec) -> None:
         existing = self._skills.get(spec.name)
@@ -205,9 +207,10 @@ class SkillRegistry:
             raise DefinitionError(
                 f"skill name {spec.name!r} is registered twice ({existing.module} and {spec.module})"
             )
-        self._skills[spec.name] = spec
-        if existing is None and self is REGISTRY:  # the one registry lists every skill too
-            register("skill", spec.name, spec, origin=spec.module)
+        if self is REGISTRY:  # a module loaded again replaces its skills under their names
+            register("skill", spec.name, spec, origin=spec.module, replace=True)
+        else:
+            self._skills[spec.name] = spec
 
     def get(self, name: str) -> SkillSpec:
         try:
@@ -225,7 +228,7 @@ class SkillRegistry:
         return [s for s in self if s.output == type_name]
 
 
-REGISTRY = SkillRegistry()
+REGISTRY = SkillRegistry(view("skill"))
 
 
 def skill(

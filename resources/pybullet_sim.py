@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from forge.artifact_types import CameraSpec, ObjectSpec, ObjectState, SceneSpec
+from forge_skills.oe.types import CameraSpec, ObjectSpec, ObjectState, SceneSpec
 
 SETTLE_STEPS = 150
 TRAY_RIM = 0.15  # the outer share of a tray's width, per side, where an object sits on the rim

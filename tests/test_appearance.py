@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forge.artifact_types import CameraSpec, SceneSpec
+from forge_skills.oe.types import CameraSpec, SceneSpec
 from forge_resources.pybullet_sim import SceneSimulator, catalogue
 from forge_skills.structure.appearance import MIN_NAMED_PIXELS, name_referents, read_colour
 from forge_skills.collect.layout import make_object, tints
@@ -29,7 +29,7 @@ def _render(layout: str, category: str, colour: str, texture: bool = False) -> l
         obj = obj.model_copy(update={"texture": True})
     bodies = []
     if layout == "tabletop":
-        from forge.artifact_types import BodySpec
+        from forge_skills.oe.types import BodySpec
 
         bodies = [BodySpec(name="table", category="table", urdf="table/table.urdf", position=[0, 0, 0])]
     cams = [CameraSpec(index=k, width=160, height=120, far=12.0, **c) for k, c in enumerate(LAYOUT_CAMERAS[layout])]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from forge.artifact_types import OEItem
+from forge_skills.oe.types import OEItem
 from forge_skills.verify.blind_solvers import blind_report
 from forge.gatelog import GateLog
 from forge_skills.verify.gates import blind_evaluation

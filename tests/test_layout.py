@@ -71,3 +71,38 @@ def test_the_engine_imports_no_plugin():
 def test_no_import_cycles():
     cycles = list(nx.simple_cycles(_module_graph()))
     assert not cycles, cycles[:5]
+
+
+def _plugin_gate_codes() -> set[str]:
+    """Every gate code the plugins declare (``GateId("C1")``)."""
+    codes = set()
+    for folder in ("skills", "resources"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "GateId"
+                        and node.args and isinstance(node.args[0], ast.Constant)):
+                    codes.add(node.args[0].value)
+    return codes
+
+
+def test_the_engine_names_no_track_artifact_type_of_a_track_gate_or_source_kind():
+    """``forge/`` asks the registry for what tracks provide: no string, name or attribute in it is
+    a registered track, a plugin's artifact type, a plugin's gate code or a source kind."""
+    from forge.artifact_types import ARTIFACT_TYPES
+    from forge.registry import entries
+
+    tracks = set(entries("track"))
+    kinds = set(entries("source_kind"))
+    types = {n for n, cls in ARTIFACT_TYPES.items() if not cls.__module__.startswith("forge.")}
+    gates = _plugin_gate_codes()
+    assert {"oe", "ie"} <= tracks and "pybullet_tabletop" in kinds and {"OEItem", "IETask"} <= types
+    assert {"C1", "B2", "A"} <= gates  # the scan sees what it must not find
+    named = tracks | kinds | types | gates
+    found = []
+    for path in sorted((ROOT / "forge").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            value = (node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else
+                     node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None)
+            if value in named:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {value!r}")
+    assert not found, found

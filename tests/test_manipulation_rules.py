@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.artifact_types import EvidenceObject, EvidenceRecord, EvidenceView, ObjectViewFact
+from forge_skills.oe.types import EvidenceObject, EvidenceRecord, EvidenceView, ObjectViewFact
 from forge_skills.synthesize.answer_rules import FactTable, rule_for
 
 PX = 2000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forge.artifact_types import Binding, EvidenceRecord, SourceRecord
+from forge_skills.oe.types import Binding, EvidenceRecord, SourceRecord
 from forge.errors import CompositionError, PrerequisiteError
 from forge.executor import WorkflowNode
 from forge.intent import load_intent

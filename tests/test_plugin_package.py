@@ -271,7 +271,7 @@ def test_chance_of_a_free_value_is_drawn_from_the_items_own_answer_space(shapes_
     miss), where pairing across lengths gave 0.5."""
     import duckdb
 
-    from forge.artifact_types import OEItem
+    from forge_skills.oe.types import OEItem
     from forge.registry import lookup
     from forge_skills.verify.blind_solvers import _sampled_chance, blind_report
 

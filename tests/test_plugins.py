@@ -9,7 +9,7 @@ import sys
 from conftest import copy_templates, run_build, write_intent
 
 PLUGIN = '''
-from forge.artifact_types import EvidenceRecord, SourceRecord
+from forge_skills.oe.types import EvidenceRecord, SourceRecord
 from forge.skills import SkillContext, skill
 
 

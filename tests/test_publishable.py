@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from forge.artifact_types import Blueprint, EvidenceRecord, OEItem, Template
+from forge_skills.oe.types import Blueprint, EvidenceRecord, OEItem, Template
 from forge.contracts import CheckContext
 from forge.keys import digest
 from forge.store import Store
@@ -829,7 +829,7 @@ def test_which_is_further_right_is_a_glance_when_the_two_do_not_overlap():
 def test_a_marked_kind_told_by_its_size_is_a_glance():
     """"Which marked object is a harbor?" with a pier and a boat marked: reviewers found three such
     items one-glance. Marked objects several times apart in area are easy; alike in size, medium."""
-    from forge.artifact_types import EvidenceObject, EvidenceView, ObjectViewFact
+    from forge_skills.oe.types import EvidenceObject, EvidenceView, ObjectViewFact
     from forge_skills.synthesize.difficulty import by_marked_kinds
 
     def table(px_a: int, px_b: int) -> FactTable:

@@ -209,7 +209,7 @@ def test_an_object_on_a_tray_rim_is_not_in_the_tray():
     """A tray supports an object only when it lies within the tray: one propped on the rim, its
     centre over the edge (an item once said "in the tray" of a mug leaning on the rim), has no
     registrable support, so no support question is asked of it."""
-    from forge.artifact_types import BodySpec, CameraSpec, SceneSpec
+    from forge_skills.oe.types import BodySpec, CameraSpec, SceneSpec
     from forge_resources.pybullet_sim import SceneSimulator, catalogue
     from forge_skills.collect.layout import make_object
 
@@ -238,7 +238,7 @@ def test_an_object_on_a_tray_rim_is_not_in_the_tray():
 
 
 def _room_evidence(built: dict[str, Any]):
-    from forge.artifact_types import EvidenceRecord
+    from forge_skills.oe.types import EvidenceRecord
     with Store(built["store"], read_only=True) as s:
         rows = s.execute("SELECT content FROM artifacts WHERE type = 'EvidenceRecord' AND status = 'verified' "
                          "ORDER BY id").fetchall()
@@ -346,7 +346,7 @@ def test_what_an_object_rests_on_is_asked_only_beside_another_holder(room):
 def test_two_objects_set_into_one_tabletop_tray_both_rest_in_it(pair):
     """A tabletop tray may hold two objects side by side (so "which are in a tray" has answers of
     more than one): both settle inside it, not on its rim or on each other."""
-    from forge.artifact_types import BodySpec, CameraSpec, SceneSpec
+    from forge_skills.oe.types import BodySpec, CameraSpec, SceneSpec
     from forge_resources.pybullet_sim import SceneSimulator
     from forge_skills.collect.layout import make_object
     from forge_skills.collect.tabletop import TABLE_TOP_Z, TRAY_SCALE, _tray_slots

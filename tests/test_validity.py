@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from forge.artifact_types import EvidenceRecord, OEItem
+from forge_skills.oe.types import EvidenceRecord, OEItem
 from forge_skills.verify.blind_solvers import blind_report
 from forge.faults import Fault
 from forge.gatelog import GateLog
@@ -196,7 +196,7 @@ def test_c1_flags_a_constant_number(built, tmp_path):
 
 
 def test_c1_flags_presence_decided_by_category():
-    from forge.artifact_types import OEItem as Item
+    from forge_skills.oe.types import OEItem as Item
 
     def item(k: int, kind: str, answer: str) -> tuple[str, Item]:
         return hashlib.md5(str(k).encode()).hexdigest(), Item(question=f"Is there at least one {kind} in this aerial image?", options=["yes", "no"],

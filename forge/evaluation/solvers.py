@@ -37,6 +37,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from forge.errors import UsageError
 from forge.keys import digest
+from forge.registry import register as add, view
 
 LETTERS = string.ascii_uppercase
 
@@ -110,7 +111,7 @@ class SolverInfo:
     make: Callable[[str | None], Solver]
 
 
-SOLVERS: dict[str, SolverInfo] = {}
+SOLVERS: Mapping[str, SolverInfo] = view("solver")
 
 
 def register(name: str, summary: str, *, reads_key: bool = False) -> Callable:
@@ -118,7 +119,8 @@ def register(name: str, summary: str, *, reads_key: bool = False) -> Callable:
     def wrap(make: Callable[[str | None], Solver]) -> Callable[[str | None], Solver]:
         if name in SOLVERS and SOLVERS[name].make is not make:
             raise ValueError(f"built-in solver {name!r} is registered twice")
-        SOLVERS[name] = SolverInfo(name, summary, reads_key, make)
+        if name not in SOLVERS:
+            add("solver", name, SolverInfo(name, summary, reads_key, make), origin=make.__module__)
         return make
     return wrap
 

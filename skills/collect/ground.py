@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from forge.artifact_types import Blueprint, BodySpec, SceneSpec
+from forge_skills.oe.types import Blueprint, BodySpec, SceneSpec
 from forge.skills import SkillContext, skill
 from forge_skills.collect.layout import SceneParams, catalogue_file, make_object, pick_objects, placements, start_plan
 from forge_skills.collect.trajectory import Pose2D, drive, forward_camera, nadir_camera

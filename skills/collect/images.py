@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from forge.artifact_types import (Blueprint, EvidenceObject, EvidenceRecord, EvidenceView, ImageLabel, ImageRecord,
-                                  ImageUnit, ObjectViewFact, ViewRecord)
+from forge_skills.oe.types import (Blueprint, EvidenceObject, EvidenceRecord, EvidenceView, ImageLabel, ImageRecord,
+                                   ImageUnit, ObjectViewFact, ViewRecord)
 from forge_skills.structure.source_rules import descriptor_reads, source_rules
 from forge.skills import SkillContext, skill
 from forge_resources.image_folder import adapter_for, clip_polygon, file_sha256, parse_dota, polygon_area

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from forge.artifact_types import ObjectSpec
+from forge_skills.oe.types import ObjectSpec
 from forge.keys import digest
 from forge_resources.pybullet_sim import catalogue, catalogue_path
 

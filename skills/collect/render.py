@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from forge.artifact_types import SceneSpec, SourceRecord, ViewRecord
+from forge_skills.oe.types import SceneSpec, SourceRecord, ViewRecord
 from forge.skills import SkillContext, skill
 from forge_resources.pybullet_sim import FLOOR, SceneSimulator, forward_vector, intrinsics
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field
 
-from forge.artifact_types import ArtifactContent, Blueprint, CameraSpec, SourceRecord
+from forge.artifact_types import ArtifactContent
+from forge_skills.oe.types import Blueprint, CameraSpec, SourceRecord
 from forge.contracts import CheckContext, Outcome, check
 from forge.skills import SkillContext, skill
 from forge_skills.collect.layout import SceneParams, scene_seed

@@ -8,7 +8,8 @@ from typing import Any, Callable
 
 from pydantic import Field
 
-from forge.artifact_types import ArtifactContent, Blueprint, CameraSpec, ObjectState, SourceRecord, ViewRecord
+from forge.artifact_types import ArtifactContent
+from forge_skills.oe.types import Blueprint, CameraSpec, ObjectState, SourceRecord, ViewRecord
 from forge.contracts import CheckContext, Outcome, check
 from forge.skills import SkillContext, skill
 from forge_skills.collect.layout import SceneParams, scene_seed

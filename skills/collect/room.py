@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from forge.artifact_types import Blueprint, BodySpec, SceneSpec
+from forge_skills.oe.types import Blueprint, BodySpec, SceneSpec
 from forge.skills import SkillContext, skill
 from forge_skills.collect.layout import (SceneParams, catalogue_file, has_states, make_object, pick_objects, placements,
                                       start_plan)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from forge.artifact_types import Blueprint, BodySpec, CameraSpec, SceneSpec
+from forge_skills.oe.types import Blueprint, BodySpec, CameraSpec, SceneSpec
 from forge.skills import SkillContext, skill
 from forge_skills.collect.layout import (SceneParams, catalogue_file, has_states, make_object, pick_objects, placements,
                                       start_plan)

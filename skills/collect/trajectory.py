@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from forge.artifact_types import CameraSpec
+from forge_skills.oe.types import CameraSpec
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from forge.artifact_types import OEItem
+from forge_skills.oe.types import OEItem
 from forge.models.errors import ModelOutputError
 from forge.models.roles import RoleContext
 from forge_skills.verify.blind_solvers import _key, binomial_tail

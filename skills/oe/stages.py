@@ -17,7 +17,7 @@ from collections import ChainMap
 from pathlib import Path
 from typing import Any
 
-from forge.artifact_types import OEItem, Template
+from forge_skills.oe.types import OEItem, Template
 from forge.errors import ContractError, DefinitionError
 from forge.executor import NodeResult, WorkflowNode
 from forge.models.config import ModelRoles

@@ -177,7 +177,7 @@ def template_problems(data: dict[str, Any], cap: str | None = None, qt: str | No
                       wording: bool = True) -> list[str]:
     """Why a proposed template may not be written (empty when it may). ``wording``: check every
     realization's wording too (off for overlays, whose new realizations were checked alone)."""
-    from forge.artifact_types import Template
+    from forge_skills.oe.types import Template
     from forge_skills.verify.checks import template_declares
 
     problems = []

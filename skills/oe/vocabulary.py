@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import string
 
-from forge.artifact_types import OEItem
+from forge_skills.oe.types import OEItem
 from forge.registry import register
 from forge.vocabulary import Capability, QuestionType
 

@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from forge import PACKAGE_FORMAT_VERSION
-from forge.artifact_types import Blueprint, OEItem, Package
+from forge.artifact_types import Package
+from forge_skills.oe.types import Blueprint, OEItem
 from forge.keys import digest
 from forge.skills import SkillContext, skill
 from forge_skills.verify.gates import source_quotas, split_targets

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from forge.artifact_types import Binding, EvidenceRecord, MediaRef, OEItem
+from forge_skills.oe.types import Binding, EvidenceRecord, MediaRef, OEItem
 from forge.faults import FaultContext, mutator
 from forge_skills.synthesize.answer_rules import FactTable
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from forge.artifact_types import Binding, OEItem
+from forge_skills.oe.types import Binding, OEItem
 from forge.skills import SkillContext, skill
 from forge_skills.synthesize.admission import admission_problem
 from forge_skills.synthesize.admission import derive

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from forge.artifact_types import EvidenceObject, EvidenceRecord, EvidenceView, ObjectViewFact, SourceRecord
+from forge_skills.oe.types import EvidenceObject, EvidenceRecord, EvidenceView, ObjectViewFact, SourceRecord
 from forge.skills import SkillContext, skill
 from forge_skills.structure.source_rules import descriptor_reads, source_rules
 from forge_skills.structure.appearance import ColourReading, name_referents, read_colour, srgb_to_lab

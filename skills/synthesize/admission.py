@@ -19,7 +19,7 @@ import functools
 import string
 from typing import Any
 
-from forge.artifact_types import EvidenceRecord
+from forge_skills.oe.types import EvidenceRecord
 from forge_skills.synthesize.answer_rules import Derivation, FactTable, rule_for
 from forge_skills.synthesize.conventions import statements
 from forge_skills.synthesize.rules_scene import plural

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from forge.artifact_types import EvidenceRecord, ObjectViewFact
+from forge_skills.oe.types import EvidenceRecord, ObjectViewFact
 from forge_skills.synthesize.camera import camera_of, project
 from forge_skills.synthesize.conventions import of_field
 from forge_skills.synthesize.difficulty import (by_absent_lookalikes, by_contrast, by_count, by_count_beside, by_field,

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from forge.artifact_types import Blueprint
+from forge_skills.oe.types import Blueprint
 from forge.errors import IntentError
 from forge.intent import IntentBase, intent_model
 from forge.keys import digest

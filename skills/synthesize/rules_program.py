@@ -65,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from forge.artifact_types import EvidenceRecord
+from forge_skills.oe.types import EvidenceRecord
 from forge.registry import register
 from forge.sandbox import Limits, ProgramError, Raw, Sandbox, SandboxError
 from forge_skills.synthesize.answer_rules import Candidate, Derivation, FactTable, Rule

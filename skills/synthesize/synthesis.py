@@ -8,7 +8,7 @@ from typing import Any, Callable
 import numpy as np
 from pydantic import BaseModel
 
-from forge.artifact_types import Binding, Blueprint, EvidenceRecord, MediaRef, OEItem, Template
+from forge_skills.oe.types import Binding, Blueprint, EvidenceRecord, MediaRef, OEItem, Template
 from forge_skills.verify.gates import chosen_class, slot_objects
 from forge.codeversion import data_files_version, data_identity
 from forge.errors import DefinitionError

@@ -23,7 +23,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Callable, Union
 
-from forge.artifact_types import OEItem
+from forge_skills.oe.types import OEItem
 from forge.vocabulary import answer_form
 
 Response = Union[str, list[str], None]  # a list: equally preferred responses, scored by their mean

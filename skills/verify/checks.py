@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from forge.artifact_types import (Binding, Blueprint, EvidenceRecord, ImageRecord, ImageUnit, OEItem, Package, SceneSpec,
-                                  SourceRecord, Template)
+from forge.artifact_types import Package
+from forge_skills.oe.types import (Binding, Blueprint, EvidenceRecord, ImageRecord, ImageUnit, OEItem, SceneSpec,
+                                   SourceRecord, Template)
 from forge.contracts import CheckContext, Outcome, check
 from forge.vocabulary import capabilities, question_type, question_types
 from forge_skills.package import scorer as oe_scorer

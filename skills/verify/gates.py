@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from forge.artifact_types import OEItem
+from forge_skills.oe.types import OEItem
 from forge.gatelog import GateLog
 from forge.keys import GateId, digest
 from forge.vocabulary import answer_form, question_types

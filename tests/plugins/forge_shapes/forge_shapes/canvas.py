@@ -11,7 +11,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from forge.artifact_types import ArtifactContent, Blueprint, ObjectState, SourceRecord, ViewRecord
+from forge.artifact_types import ArtifactContent
+from forge_skills.oe.types import Blueprint, ObjectState, SourceRecord, ViewRecord
 from forge.keys import digest
 from forge.skills import SkillContext, skill
 from forge.sources import SourceSpec

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from forge.artifact_types import OEItem
+from forge_skills.oe.types import OEItem
 from forge.vocabulary import Capability, QuestionType
 from forge_skills.synthesize.answer_rules import FactTable, Rule, per_object, register
 
