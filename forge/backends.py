@@ -21,7 +21,9 @@ from forge.artifact_types import ArtifactContent, content_type
 from forge.errors import SkillExecutionError
 from forge.invocation import Invocation
 from forge.skills import Output, SkillContext, SkillSpec
-from forge.store import BlobError, BlobStore, now
+from forge.store import now
+from forge.errors import BlobError
+from forge.blobs import BlobStore
 
 IN_FLIGHT_PER_WORKER = 32  # invocations handed to the pool ahead of their results, per worker
 

@@ -41,7 +41,7 @@ def _guard(fn: Callable[[], None]) -> None:
         if not isinstance(exc, duckdb.Error):
             raise
         # A store opens lazily: damage in a page shows on the first query that reads it.
-        from forge.store import damaged_store
+        from forge.database import damaged_store
 
         click.echo(f"forge: error: {damaged_store(None, exc)}", err=True)
         sys.exit(1)

@@ -23,7 +23,8 @@ from forge.artifact_types import Package
 from forge.errors import StoreError
 from forge.integrity import remove_stale_temp
 from forge.keys import file_digest
-from forge.store import BlobError, BlobStore
+from forge.errors import BlobError
+from forge.blobs import BlobStore
 
 
 # Not released files but kept across a new version of the package: evaluation records, a review page.

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from forge.artifact_types import ArtifactContent
-from forge.store import BlobError, Store
+from forge.store import Store
+from forge.errors import BlobError
 
 Loader = Callable[[str], ArtifactContent]
 MAX_DEPTH = 4  # a producer whose own input blobs are damaged re-makes those first, this deep

@@ -38,7 +38,7 @@ class SkillActor:
     def run(self, skill_name: str, params: dict[str, Any], seed_key: str, store_root: str,
             payload: dict[str, Any], input_ids: dict[str, Any]) -> tuple:
         from forge.backends import worker_execute
-        from forge.store import BlobError
+        from forge.errors import BlobError
 
         try:
             raw, blobs = worker_execute(skill_name, params, seed_key, store_root, payload, input_ids)

@@ -12,11 +12,7 @@ transaction per batch, so a build killed at any point leaves a consistent store.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
-import os
-import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,50 +20,16 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import duckdb
-import numpy as np
 import pyarrow as pa
 
 from forge import ENGINE_FORMAT_VERSION
-from forge.errors import BlobError, StoreBusyError, StoreError
-from forge.keys import bytes_digest, file_digest
+from forge.errors import StoreBusyError, StoreError
+from forge.blobs import BlobStore, StoreSnapshot
+from forge.database import SCHEMA, damaged_store, open_database
 
 DB_NAME = "forge.duckdb"
 RELEASED_CACHE = "64MB"  # what DuckDB may keep while releasing its cache (see Store.release_memory)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key VARCHAR, value VARCHAR);
-CREATE TABLE IF NOT EXISTS artifacts (
-    id VARCHAR, type VARCHAR, run_key VARCHAR, skill VARCHAR, output_key VARCHAR,
-    content VARCHAR, metadata VARCHAR, status VARCHAR, contract_version VARCHAR,
-    created_at TIMESTAMP);
-CREATE TABLE IF NOT EXISTS edges (parent VARCHAR, child VARCHAR, role VARCHAR);
-CREATE TABLE IF NOT EXISTS skill_runs (
-    run_key VARCHAR, skill VARCHAR, stage VARCHAR, code_version VARCHAR, module_version VARCHAR,
-    data_files VARCHAR, params VARCHAR, inputs VARCHAR, outputs VARCHAR,
-    started_at TIMESTAMP, ended_at TIMESTAMP, status VARCHAR, error VARCHAR, build_id VARCHAR, fault_tag VARCHAR);
-CREATE TABLE IF NOT EXISTS verifications (
-    artifact_id VARCHAR, requirement_id VARCHAR, contract_version VARCHAR, verification VARCHAR,
-    severity VARCHAR, passed BOOLEAN, backend VARCHAR, diagnostics VARCHAR, checked_at TIMESTAMP);
-CREATE TABLE IF NOT EXISTS gate_decisions (
-    build_id VARCHAR, gate VARCHAR, subject_id VARCHAR, subject_type VARCHAR, template VARCHAR,
-    decision VARCHAR, details VARCHAR, decided_at TIMESTAMP);
-CREATE TABLE IF NOT EXISTS builds (
-    build_id VARCHAR, intent_path VARCHAR, intent_hash VARCHAR, started_at TIMESTAMP,
-    ended_at TIMESTAMP, status VARCHAR, summary VARCHAR);
-CREATE TABLE IF NOT EXISTS build_runs (build_id VARCHAR, run_key VARCHAR, executed BOOLEAN);
-ALTER TABLE skill_runs ADD COLUMN IF NOT EXISTS fault_tag VARCHAR;
-ALTER TABLE skill_runs ADD COLUMN IF NOT EXISTS blobs VARCHAR;
-ALTER TABLE skill_runs ADD COLUMN IF NOT EXISTS seed_key VARCHAR;
-CREATE TABLE IF NOT EXISTS diagnoses (
-    build_id VARCHAR, round INTEGER, artifact_id VARCHAR, artifact_type VARCHAR, requirement VARCHAR,
-    category VARCHAR, cause VARCHAR, producer VARCHAR, template VARCHAR, operator VARCHAR, attempt INTEGER,
-    root VARCHAR, grp VARCHAR, detail VARCHAR, diagnosed_at TIMESTAMP);
-ALTER TABLE diagnoses ADD COLUMN IF NOT EXISTS scope VARCHAR;
-CREATE TABLE IF NOT EXISTS gate_memo (key VARCHAR, value VARCHAR);
-CREATE TABLE IF NOT EXISTS repairs (
-    build_id VARCHAR, round INTEGER, operator VARCHAR, violated VARCHAR, priors VARCHAR, new VARCHAR,
-    rebuilt VARCHAR, status VARCHAR, error VARCHAR, seconds DOUBLE, repaired_at TIMESTAMP);
-"""
 
 _COLUMNS: dict[str, list[str]] = {
     "artifacts": ["id", "type", "run_key", "skill", "output_key", "content", "metadata", "status",
@@ -86,55 +48,6 @@ _COLUMNS: dict[str, list[str]] = {
     "repairs": ["build_id", "round", "operator", "violated", "priors", "new", "rebuilt", "status", "error",
                 "seconds", "repaired_at"],
 }
-
-
-def open_database(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Connect to the store's database; a failure says which of lock, permission or damage it is."""
-    try:
-        return duckdb.connect(str(path), read_only=read_only)
-    except duckdb.IOException as exc:
-        text = str(exc)
-        if "lock" in text.lower():
-            holder = re.search(r"PID (\d+)", text)
-            who = f" (process {holder.group(1)})" if holder else ""
-            if read_only:  # a reader is refused at once while a build writes
-                raise StoreBusyError(f"{path}: another forge process{who} is writing to the store (a build); it "
-                                     "cannot be read until that process ends",
-                                     hint="run this again when the build has finished") from None
-            raise StoreBusyError(f"{path}: another forge process{who} has the store open; a build needs it alone",
-                                 hint="run this again when that process has ended") from None
-        if "permission denied" in text.lower() or "operation not permitted" in text.lower():
-            mode = "read" if read_only else "write"
-            raise StoreError(f"{path}: cannot {mode} the store (permission denied)",
-                             hint="readers need read access to the folder; a build needs write access") from None
-        if "read-only" in text.lower():
-            raise StoreError(f"{path}: the store is on a read-only file system; a build needs to write to it",
-                             hint="pass --store DIR on a writable disk") from None
-        raise damaged_store(path, exc) from None
-    except duckdb.Error as exc:
-        raise damaged_store(path, exc) from None
-
-
-# What the operating system says when it refuses a write (not damage): a folder without write
-# permission, an immutable folder or file (chattr +i), a read-only mount.
-_REFUSED_WRITES = ("operation not permitted", "permission denied", "read-only file system")
-
-
-def damaged_store(path: Path | None, exc: BaseException) -> StoreError:
-    first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-    where = f"{path}: " if path is not None else ""
-    refused = next((r for r in _REFUSED_WRITES if r in first.lower()), None)
-    if refused is not None:
-        named = re.search(r'"([^"]+)"', first)
-        target = f" ({named.group(1)})" if named else ""
-        return StoreError(f"{where}the system refuses to write to the store{target}: {refused}; nothing in it is "
-                          "damaged", hint="a build writes to the store folder and its files: make the folder "
-                                          "writable (chattr -i for an immutable one), or pass --store DIR on a "
-                                          "writable disk")
-    return StoreError(f"{where}the store database is damaged and cannot be read ({first})",
-                      hint="`forge fsck --store DIR --repair` sets a damaged write-ahead log aside; if the database "
-                           "itself is damaged, move the store folder away and build again (the intent and data "
-                           "rebuild it)")
 
 
 def now() -> datetime:
@@ -170,157 +83,6 @@ class Batch:
         return sum(len(v) for v in self.rows.values())
 
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
-class BlobStore:
-    """Content-addressed files under ``<root>/blobs``; safe to use from worker processes.
-
-    Every read checks the bytes against their address: a damaged or missing blob raises
-    :class:`BlobError` (naming the digest), never hands on wrong bytes. Writing a blob whose
-    file exists but is damaged writes it again, so re-running its producer repairs it.
-    """
-
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root)
-        (self.root / "blobs").mkdir(parents=True, exist_ok=True)
-        self.written: list[str] = []  # digests put through this object (a skill run's blobs)
-        self._intact: set[str] = set()  # digests whose file was read whole and matched in this process
-
-    # -- blobs ----------------------------------------------------------------------------
-
-    def blob_path(self, digest: str) -> Path:
-        return self.root / "blobs" / digest[:2] / digest
-
-    def put_blob(self, data: bytes) -> str:
-        digest = bytes_digest(data)
-        path = self.blob_path(digest)
-        self.written.append(digest)
-        if not self.has_blob(digest):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            try:
-                os.fchmod(fd, 0o666 & ~_UMASK)  # readable as any other file (mkstemp makes 0600)
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-            self._intact.add(digest)
-        return digest
-
-    def get_blob(self, digest: str) -> bytes:
-        path = self.blob_path(digest)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise BlobError(digest, "missing", path) from None
-        except OSError as exc:
-            raise BlobError(digest, f"unreadable ({exc.strerror or exc})", path) from None
-        if digest not in self._intact:
-            if bytes_digest(data) != digest:
-                raise BlobError(digest, "damaged (its bytes no longer match their digest)", path)
-            self._intact.add(digest)
-        return data
-
-    def has_blob(self, digest: str) -> bool:
-        """Whether the blob is present and intact."""
-        if digest in self._intact:
-            return True
-        path = self.blob_path(digest)
-        try:
-            intact = file_digest(str(path)) == digest
-        except OSError:
-            return False
-        if intact:
-            self._intact.add(digest)
-        return intact
-
-    # -- memos: results of pure computations, by a digest of their inputs --------------------
-
-    def memo_path(self, key: str) -> Path:
-        return self.root / "memo" / key
-
-    def get_memo(self, key: str) -> bytes | None:
-        """A memo written by :meth:`put_memo`, or None. A memo is a cache: a reader must give
-        the same results without it, so a missing, unreadable or damaged one is no error."""
-        try:
-            stored = self.memo_path(key).read_bytes()
-        except OSError:
-            return None
-        check, _, data = stored.partition(b"\n")  # the digest of what follows, then the memo
-        return data if check.decode("ascii", "replace") == bytes_digest(data) else None
-
-    def put_memo(self, key: str, data: bytes) -> None:
-        """Write a memo at once in whole (a reader never sees part of one), after its digest."""
-        data = bytes_digest(data).encode() + b"\n" + data
-        path = self.memo_path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            os.fchmod(fd, 0o666 & ~_UMASK)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-    def put_png(self, rgb: np.ndarray) -> str:
-        from PIL import Image
-
-        buf = io.BytesIO()
-        Image.fromarray(np.ascontiguousarray(rgb)).save(buf, format="PNG", compress_level=1)
-        return self.put_blob(buf.getvalue())
-
-    def get_image(self, digest: str) -> np.ndarray:
-        from PIL import Image
-
-        return np.asarray(Image.open(io.BytesIO(self.get_blob(digest))))
-
-    def put_arrays(self, arrays: dict[str, np.ndarray]) -> str:
-        """Store named arrays as one HDF5 blob; the address is the hash of the file bytes."""
-        import h5py
-
-        buf = io.BytesIO()
-        with h5py.File(buf, "w", track_order=True) as f:
-            for name in sorted(arrays):
-                f.create_dataset(name, data=arrays[name], compression="gzip", compression_opts=1, track_times=False)
-        return self.put_blob(buf.getvalue())
-
-    def get_arrays(self, digest: str) -> dict[str, np.ndarray]:
-        """The named arrays of an HDF5 blob, read-only. A scene's arrays are read by its
-        structuring step and then by two checks: the last few read are kept (a few MB each)
-        rather than inflated again, keyed by the blob file's state so a damaged one is read anew."""
-        path = self.blob_path(digest)
-        try:
-            st = path.stat()
-            key = (str(path), st.st_mtime_ns, st.st_size)
-        except OSError:
-            key = None  # get_blob names what is wrong with it
-        found = _RECENT_ARRAYS.get(key) if key else None
-        if found is not None:
-            return dict(found)
-        import h5py
-
-        with h5py.File(io.BytesIO(self.get_blob(digest)), "r") as f:
-            arrays = {name: f[name][()] for name in f.keys()}
-        for a in arrays.values():
-            a.flags.writeable = False
-        if key is not None:
-            if len(_RECENT_ARRAYS) >= _RECENT_ARRAYS_KEPT:
-                _RECENT_ARRAYS.pop(next(iter(_RECENT_ARRAYS)))
-            _RECENT_ARRAYS[key] = arrays
-        return dict(arrays)
-
-
-# (blob file, its modification time and size) -> arrays: a blob rewritten since is read again.
-_RECENT_ARRAYS: dict[tuple[str, int, int], dict[str, np.ndarray]] = {}
-_RECENT_ARRAYS_KEPT = 4
-
-
 class Store(BlobStore):
     """A forge store folder. Open one per process; DuckDB allows a single writer."""
 
@@ -349,7 +111,7 @@ class Store(BlobStore):
                 time.sleep(0.25)
         if not read_only:
             try:
-                self.con.execute(_SCHEMA)
+                self.con.execute(SCHEMA)
                 self._check_format()
             except duckdb.Error as exc:
                 self.con.close()
@@ -661,15 +423,3 @@ class Store(BlobStore):
         yield from self.con.execute(sql, params or []).fetchall()
 
 
-class StoreSnapshot(BlobStore):
-    """Artifact contents read from a store (see :meth:`Store.snapshot`), plus its blobs."""
-
-    def __init__(self, root: str | Path, contents: dict[str, str]) -> None:
-        self.root = Path(root)
-        self.written, self._intact = [], set()
-        self._contents = contents
-
-    def artifact_column(self, ids: Iterable[str], name: str) -> dict[str, Any]:
-        if name != "content":
-            raise StoreError(f"a store snapshot holds artifact contents only, not {name!r}")
-        return {i: self._contents[i] for i in ids if i in self._contents}

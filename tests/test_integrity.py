@@ -14,7 +14,8 @@ import pytest
 
 from forge.integrity import fsck, summarize
 from forge.keys import file_digest
-from forge.store import BlobError, Store
+from forge.store import Store
+from forge.errors import BlobError
 
 from conftest import copy_build, run_build
 

@@ -16,7 +16,8 @@ from typing import Any, Callable
 import numpy as np
 from PIL import Image
 
-from forge.store import BlobError, Store
+from forge.store import Store
+from forge.errors import BlobError
 
 
 def _measure(arrays: dict[str, np.ndarray], body: int, view: int) -> dict[str, float | None]:

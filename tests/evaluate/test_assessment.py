@@ -99,7 +99,7 @@ def test_the_item_memo_changes_no_record(package: Path, tmp_path: Path) -> None:
     """Replies and readings read back from an earlier assessment's memo are those computed
     afresh, whichever items the memo covers; a damaged memo is no memo."""
     from forge.evaluation import item_memo, load_package
-    from forge.store import BlobStore
+    from forge.blobs import BlobStore
     from forge_skills.package.panel import solver_responses
 
     cold = load_package(package)
