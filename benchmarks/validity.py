@@ -33,7 +33,8 @@ from forge_skills.verify.blind_solvers import SOLVERS, blind_report
 from forge.errors import DefinitionError
 from forge.store import Store
 from forge_skills.synthesize.admission import naming_problem, named_slots, shown_views, slot_names, visibility_problem
-from forge_skills.synthesize.answer_rules import FactTable, rule_for
+from forge_skills.synthesize.answer_rules import rule_for
+from forge_skills.synthesize.fact_table import FactTable
 from forge_skills.synthesize.conventions import statements
 from forge_skills.synthesize.difficulty import BANDS
 from forge_skills.structure.appearance import MIN_NAMED_PIXELS, NAMES as COLOUR_NAMES

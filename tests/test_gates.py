@@ -99,7 +99,7 @@ def test_gate_decisions_recorded_per_item(built):
 
 
 def test_near_duplicates_are_removed(built):
-    from forge_skills.verify.gates import near_duplicates
+    from forge_skills.verify.dependence_gates import near_duplicates
 
     items = _items(built, "closest_choice")
     with Store(built["store"], read_only=True) as s:

@@ -296,7 +296,7 @@ def points_build(tmp_path_factory):
         "name": "shapes-points", "seed": 3,
         "oe": {"items": 60, "capabilities": ["planar_position"],
                "question_types": ["point_on_object", "marked_point_choice"]},
-        "sources": [{"kind": "shape_canvas", "scenes": 30}]}, sort_keys=False))
+        "sources": [{"kind": "shape_canvas", "scenes": 40}]}, sort_keys=False))
     done = subprocess.run([sys.executable, "-m", "forge.cli", "build", str(intent), "--store", str(root / "store"),
                            "--out", str(root / "out"), "--json"], capture_output=True, text=True, cwd=root)
     assert done.returncode == 0, done.stderr[-3000:]

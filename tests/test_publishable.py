@@ -16,7 +16,9 @@ from forge.contracts import CheckContext
 from forge.keys import digest
 from forge.store import Store
 from forge_skills.synthesize.admission import admission_problem, marker_problem
-from forge_skills.synthesize.answer_rules import Candidate, FactTable, confusers, depth_cue, rule_for
+from forge_skills.synthesize.answer_rules import confusers, rule_for
+from forge_skills.synthesize.rule_margins import depth_cue
+from forge_skills.synthesize.fact_table import Candidate, FactTable
 from forge_skills.package.oe_package import select_composition
 from forge_skills.synthesize.difficulty import band_quotas, by_count, by_field, by_grounding, template_quotas
 from forge_skills.synthesize.synthesis import _marker_place
@@ -546,7 +548,8 @@ def test_the_balance_gate_holds_back_answers_whose_marker_sits_low_too_often():
     build rendered 6,000 more rooms for depth items). The balance gate now keeps as many answers
     on the upper marker as on the lower, and allocation draws only what it would keep."""
     from forge.gatelog import GateLog
-    from forge_skills.verify.gates import BindingSummary, balance_answers, keepable
+    from forge_skills.verify.gates import BindingSummary, keepable
+    from forge_skills.verify.balance_gate import balance_answers
 
     items = {digest(i)[:12]: it for i, it in enumerate(_marked_pairs(200, 0.8))}
     before = blind_report(sorted(items.items()))
@@ -1056,7 +1059,7 @@ def test_no_listed_kind_is_chosen_far_more_or_less_often_than_the_rest():
     names alone told a reader which options to leave out. The balance gate holds back lists
     until every listed word is chosen about as often as options are on the whole."""
     from forge.gatelog import GateLog
-    from forge_skills.verify.gates import LISTED_WORD_SKEW, balance_answers
+    from forge_skills.verify.balance_gate import LISTED_WORD_SKEW, balance_answers
 
     colours = ["red", "green", "blue", "yellow"]
     kinds = ["ball", "cube", "duck", "domino", "lego brick", "mug", "jenga block"]
@@ -1092,7 +1095,7 @@ def test_a_rare_count_of_chosen_options_does_not_hold_a_selection_back():
     guess is left out of the shares: one and two of four are evened out, and a template whose
     lists all choose one still keeps none."""
     from forge.gatelog import GateLog
-    from forge_skills.verify.gates import balance_answers
+    from forge_skills.verify.balance_gate import balance_answers
 
     names = ["red ball", "green cube", "blue duck", "yellow mug", "orange domino", "white ball", "black cube"]
 

@@ -15,10 +15,12 @@ from forge_skills.oe.types import EvidenceRecord, OEItem
 from forge_skills.verify.blind_solvers import blind_report
 from forge.faults import Fault
 from forge.gatelog import GateLog
-from forge_skills.verify.gates import BALANCE_SLACK, answer_class, balance_answers, independent, independent_items
+from forge_skills.verify.dependence_gates import independent, independent_items
+from forge_skills.verify.balance_gate import BALANCE_SLACK, answer_class, balance_answers
 from forge.store import Store
 from forge_skills.synthesize.admission import admission_problem, visibility_problem
-from forge_skills.synthesize.answer_rules import FactTable, rule_for
+from forge_skills.synthesize.answer_rules import rule_for
+from forge_skills.synthesize.fact_table import FactTable
 from forge_skills.verify.reverify import reverify_package
 from forge_skills.synthesize.templates import builtin_root, read_template
 from forge_skills.synthesize.wording import agreement_problems

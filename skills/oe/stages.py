@@ -27,11 +27,9 @@ from forge.tracks import BuildContext
 from forge_skills.oe.roles import judge, panel_blind_and_full, verify_grey_batch
 from forge_skills.package.assess_step import assess_package, model_panel
 from forge_skills.package.build_record import blind_margins, repairs_by_cause
-from forge_skills.verify.gates import (GATE_BAL, GATE_C1, GATE_DEP, GATE_DUP, BindingSummary, StoreMemo, allocate,
-                                       allocate_by_source, balance_answers, binding_determinants, blind_evaluation,
-                                       expected_yield, grey_batches, independent, independent_items,
-                                       judge_grey_batch, near_duplicates, screen_invalid, source_quotas,
-                                       split_targets)
+from forge_skills.verify.gates import GATE_C1, BindingSummary, StoreMemo, allocate, allocate_by_source, binding_determinants, blind_evaluation, expected_yield, grey_batches, judge_grey_batch, screen_invalid, source_quotas, split_targets
+from forge_skills.verify.dependence_gates import GATE_DEP, GATE_DUP, independent, independent_items, near_duplicates
+from forge_skills.verify.balance_gate import GATE_BAL, balance_answers
 
 
 # Synthesis realizes this much more than the targets ask, to absorb rejections at the gates.

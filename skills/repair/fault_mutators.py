@@ -7,7 +7,7 @@ import numpy as np
 
 from forge_skills.oe.types import Binding, EvidenceRecord, MediaRef, OEItem
 from forge.faults import FaultContext, mutator
-from forge_skills.synthesize.answer_rules import FactTable
+from forge_skills.synthesize.fact_table import FactTable
 
 PHRASE = " (this is the correct one)"
 

@@ -14,7 +14,8 @@ from forge_skills.oe.types import Binding, OEItem
 from forge.skills import SkillContext, skill
 from forge_skills.synthesize.admission import admission_problem
 from forge_skills.synthesize.admission import derive
-from forge_skills.synthesize.answer_rules import FactTable, rule_for
+from forge_skills.synthesize.answer_rules import rule_for
+from forge_skills.synthesize.fact_table import FactTable
 from forge_skills.synthesize.synthesis import presentation, realize_item
 
 

@@ -20,7 +20,9 @@ import string
 from typing import Any
 
 from forge_skills.oe.types import EvidenceRecord
-from forge_skills.synthesize.answer_rules import Derivation, FactTable, rule_for
+from forge_skills.synthesize.answer_rules import rule_for
+from forge_skills.synthesize.rule_margins import Derivation
+from forge_skills.synthesize.fact_table import FactTable
 from forge_skills.synthesize.conventions import statements
 from forge_skills.synthesize.rules_scene import plural
 from forge_skills.package.media import marker_layout

@@ -10,225 +10,17 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
-from forge_skills.oe.types import EvidenceRecord, ObjectViewFact
-from forge_skills.synthesize.camera import camera_of, project
 from forge_skills.synthesize.conventions import of_field
 from forge_skills.synthesize.difficulty import (by_absent_lookalikes, by_contrast, by_count, by_count_beside, by_field,
                                                 by_grounding, by_image_ratio, by_reach, by_turn, by_view_ratio, confusers, constant)
-
-FIELDS = ("center_x", "center_y", "median_depth", "visible_pixels")
-
-
-@dataclass
-class Candidate:
-    slots: dict[str, Any]
-    answer: str
-    margin: float
-    values: dict[str, Any] = field(default_factory=dict)
-    # The derivation that found it, where its rule derived it to find it: rating and binding
-    # read it instead of deriving the candidate again.
-    why: dict[str, Any] | None = field(default=None, compare=False, repr=False)
-
-
-class FactTable:
-    """Evidence facts indexed by (object, view)."""
-
-    def __init__(self, evidence: EvidenceRecord) -> None:
-        self.evidence = evidence
-        self.facts: dict[tuple[str, int], ObjectViewFact] = {(f.object, f.view): f for f in evidence.facts}
-        self.objects = [o.name for o in evidence.objects]
-        self.referents = [o.name for o in evidence.objects if o.referable]
-        self._objects = {o.name: o for o in evidence.objects}
-        self.views = [v.index for v in evidence.views]
-        # Derivations ask for the same centres and camera matrices again and again (every
-        # triple of objects in a view): each is computed once per table.
-        self._centers: dict[str, np.ndarray] = {}
-        self._views: dict[int, Any] | None = None
-        self._cameras: dict[int, tuple[np.ndarray, dict[str, float]] | None] = {}
-        self._feet: dict[tuple[str, float, int], tuple[float, float] | None] = {}
-
-    def center_3d(self, name: str) -> np.ndarray:
-        """Centre of an object's 3D box."""
-        c = self._centers.get(name)
-        if c is None:
-            o = self._objects[name]
-            c = self._centers[name] = (np.array(o.box_3d_min) + np.array(o.box_3d_max)) / 2.0
-        return c
-
-    def fact(self, obj: str, view: int) -> ObjectViewFact:
-        try:
-            return self.facts[(obj, view)]
-        except KeyError:
-            raise KeyError(f"no registered fact for object {obj!r} in view {view}") from None
-
-    def value(self, obj: str, view: int, name: str) -> float | None:
-        f = self.fact(obj, view)
-        if name == "visible_pixels":
-            return float(f.visible_pixels)
-        if name == "median_depth":
-            return f.median_depth
-        if f.center_2d is None:
-            return None
-        return f.center_2d[0] if name == "center_x" else f.center_2d[1]
-
-    def object(self, name: str):
-        return self._objects[name]
-
-    def category(self, name: str) -> str:
-        return self._objects[name].category
-
-    def visible(self, view: int, min_pixels: int) -> list[str]:
-        """Objects clearly visible in the view whose labels (for real images) pass quality admission."""
-        return [o for o in self.objects if self.fact(o, view).visible_pixels >= min_pixels and self.label_ok(o)]
-
-    def label_ok(self, name: str) -> bool:
-        return bool(self._objects[name].attributes.get("label_ok", True))
-
-    def makes_out(self, obj: str, view: int, border: bool = True) -> str | None:
-        """Why a person could not make out ``obj`` in ``view`` by the source's referent rules (too
-        small for its category, mostly hidden, cut off by the border, lost against what surrounds
-        it), or None. A source without rules, or a fact it did not measure, sets no limit. The
-        border's cut is measured on the object's own projection where the source rendered it
-        alone, else on its projected 3D box; ``border=False`` leaves it out (a count states that
-        objects the border cuts count too)."""
-        rules = self.evidence.referent_rules
-        if not rules:
-            return None
-        f = self.fact(obj, view)
-        sizes = rules.get("min_pixels") or {}
-        need = int(sizes.get(self.category(obj), sizes.get("default", 0)))
-        if f.visible_pixels < need:
-            return f"{obj} shows {f.visible_pixels} px in view {view}; a {self.category(obj)} needs {need} to be recognised"
-        cut = rules.get("max_truncation")
-        outside = f.border_share if f.border_share is not None else f.truncation
-        if border and cut is not None and outside is not None and outside > float(cut):
-            return f"{obj} is {outside:.0%} outside view {view} (a referent at most {float(cut):.0%})"
-        share = rules.get("min_visible_share")
-        if share is not None and f.visible_share is not None and f.visible_share < float(share):
-            return f"only {f.visible_share:.0%} of {obj} shows in view {view} (needs {float(share):.0%})"
-        contrast = rules.get("min_contrast")
-        if contrast is not None and f.contrast is not None and f.contrast < float(contrast):
-            return f"{obj} stands out from its surroundings by {f.contrast:.0f} (CIELAB) in view {view} " \
-                   f"(needs {float(contrast):.0f})"
-        return None
-
-    def camera(self, view: int) -> tuple[np.ndarray, dict[str, float]] | None:
-        """(world-to-camera 4x4 matrix, intrinsics fx fy cx cy) of a calibrated view, or None:
-        what a rule asking for depth, pose or a focal length reads."""
-        if view not in self._cameras:
-            self._cameras[view] = camera_of(self.view(view))
-        return self._cameras[view]
-
-    def project(self, point: Any, view: int) -> tuple[float, float] | None:
-        """Pixel (u, v) of a world point in a calibrated view; None when the view has no camera
-        geometry or the point is behind the camera."""
-        camera = self.camera(view)
-        return None if camera is None else project(camera, point)
-
-    def foot(self, name: str, z: float, view: int) -> tuple[float, float] | None:
-        """Pixel where the object's vertical centre line meets height ``z`` (a resting height):
-        comparisons of where objects stand ask it of every pair and triple, so once each."""
-        key = (name, z, view)
-        if key not in self._feet:
-            lo, hi = self._objects[name].box_3d_min, self._objects[name].box_3d_max
-            self._feet[key] = self.project([(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, z], view)
-        return self._feet[key]
-
-    def clear(self, obj: str, view: int, min_pixels: float, border: bool = True) -> bool:
-        """Clearly seen: at least ``min_pixels`` and made out by the source's referent rules."""
-        return self.fact(obj, view).visible_pixels >= min_pixels and self.makes_out(obj, view, border) is None
-
-    def frames(self) -> list[int]:
-        """Views that are moments of a trajectory, in time order (overviews excluded)."""
-        timed = [v for v in self.evidence.views if v.time is not None and v.role != "overview"]
-        return [v.index for v in sorted(timed, key=lambda v: (v.time, v.index))]
-
-    def view(self, index: int):
-        if self._views is None:
-            self._views = {v.index: v for v in self.evidence.views}
-        return self._views[index]
-
-    def views_with_role(self, roles: list[str] | None) -> list[int]:
-        return [v.index for v in self.evidence.views if roles is None or v.role in roles]
-
-
-Derivation = tuple[str | None, dict[str, Any]]
-
-# What a person sees of a comparison, beside its metric margin: a depth gap shows as the nearer
-# object standing lower in the image (height in the visual field, a share of the image height),
-# a size difference as an area ratio.
-MIN_DEPTH_CUE = 0.04
-MIN_AREA_RATIO = 1.3
-MIN_EDGE_GAP = 4.0  # pixels between like edges of two objects ordered by position in the image
-
-
-def depth_cue(ft: FactTable, view: int, near: str, far: str) -> float | None:
-    """How far below the farther object the nearer one stands in the image, as a share of the
-    image height: the rows where each one's vertical line meets the lower of their two resting
-    heights (on a common floor or table top, the nearer is the lower). None in an uncalibrated view."""
-    a, b = ft.object(near), ft.object(far)
-    if a.box_3d_min is None or b.box_3d_min is None or a.box_3d_max is None or b.box_3d_max is None:
-        return None
-    z = min(a.box_3d_min[2], b.box_3d_min[2])
-    foot = [ft.foot(n, z, view) for n in (near, far)]
-    if foot[0] is None or foot[1] is None:
-        return None
-    return (foot[0][1] - foot[1][1]) / ft.view(view).height
-
-
-def held_problem(ft: FactTable, names: list[str]) -> str | None:
-    """Why distances cannot be compared among ``names``: one is held up in the gripper. Lifted off
-    the table it has no resting place to read its distance by; a person sees only its size and
-    height, which mislead (a268df40)."""
-    held = (ft.evidence.gripper or {}).get("holding")
-    if held in names:
-        return f"the {held} is held up in the gripper: nothing in the picture shows how far it is"
-    return None
-
-
-def image_margin(ft: FactTable, view: int, field: str, low: str, high: str, tpl: dict[str, Any]
-                 ) -> tuple[float | None, str | None]:
-    """(the margin a person sees, why it is too small) between two objects whose ``field`` values
-    are ordered low < high: for depth the nearer one's drop below the farther in the image, for
-    area the ratio of the larger to the smaller, for an image position the smaller gap between
-    their like edges (left edges and right edges, or top and bottom)."""
-    if field == "median_depth":
-        if (why := held_problem(ft, [low, high])) is not None:
-            return None, why
-        cue = depth_cue(ft, view, low, high)
-        need = _adm(tpl, "min_depth_cue", MIN_DEPTH_CUE)
-        if cue is not None and cue < need:
-            return cue, f"the nearer {low} stands {cue:.1%} of the image below the {high} (needs {need:.0%})"
-        return cue, None
-    if field == "visible_pixels":
-        small, large = ft.value(low, view, field), ft.value(high, view, field)
-        ratio = large / max(small, 1.0)
-        need = _adm(tpl, "min_area_ratio", MIN_AREA_RATIO)
-        return ratio, (None if ratio >= need else f"area ratio {ratio:.2f} below {need:.2f}")
-    if field in ("center_x", "center_y"):
-        # A person may judge "further left" by an object's centre or by its edge: both edges
-        # must agree with the centres, or a large object whose edge reaches past a small one's
-        # is the other answer.
-        a, b = ft.fact(low, view).bbox_2d, ft.fact(high, view).bbox_2d
-        if a is None or b is None:
-            return None, None
-        axis = 0 if field == "center_x" else 1
-        gap = float(min(b[axis] - a[axis], b[axis + 2] - a[axis + 2]))
-        need = _adm(tpl, "min_edge_gap", MIN_EDGE_GAP)
-        if gap < need:
-            return gap, (f"by their edges the {low} and the {high} are not clearly apart "
-                         f"({gap:.0f} px, needs {need:.0f})")
-        return gap, None
-    return None, None
-
-
-def _adm(tpl: dict[str, Any], key: str, default: float) -> float:
-    return float(tpl["admission"].get(key, default))
+from forge_skills.synthesize.fact_table import Candidate, FactTable
+from forge_skills.synthesize.rule_margins import Derivation, MIN_IMAGE_RATIO, _adm, _center_of, _view_label, held_problem, image_margin, image_separations, per_object, separated_pairs
+from forge_skills.synthesize.rules_counting import _count_beside_candidates, _count_beside_derive, _count_candidates, _count_derive, _order_candidates, _order_derive, _visible_set_candidates, _visible_set_derive
 
 
 # -- rules ---------------------------------------------------------------------------------
@@ -330,30 +122,6 @@ def _marked_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[st
     return labels[list(slots["marked"]).index(answer)], {**d, "labels": dict(zip(labels, slots["marked"]))}
 
 
-def separated_pairs(ft: FactTable, view: int, names: list[str], min_px: float,
-                    value_field: str | None = None, min_margin: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """Ordered index pairs (row-major, as itertools.permutations yields them) of objects with
-    clear labels whose centres are at least ``min_px`` apart and, given a field, whose values
-    differ by at least ``min_margin``; and which of them are near a threshold. Pairs outside are
-    certain to fail; pairs near a threshold need the exact derivation."""
-    if len(names) < 2:
-        return np.zeros((0, 2), dtype=int), np.zeros(0, dtype=bool)
-    centers = [ft.fact(o, view).center_2d for o in names]
-    ok = np.array([c is not None and ft.label_ok(o) for o, c in zip(names, centers)])
-    xy = np.array([c if c is not None else (np.nan, np.nan) for c in centers], dtype=float)
-    gap = np.hypot(xy[:, None, 0] - xy[None, :, 0], xy[:, None, 1] - xy[None, :, 1])
-    keep = ok[:, None] & ok[None, :] & (gap >= min_px - 1e-6)
-    near = gap < min_px + 1e-6
-    if value_field is not None:
-        vals = np.array([np.nan if (v := ft.value(o, view, value_field)) is None else v for o in names], dtype=float)
-        diff = np.abs(vals[:, None] - vals[None, :])
-        keep &= diff >= min_margin - 1e-9
-        near |= diff < min_margin + 1e-9
-    np.fill_diagonal(keep, False)
-    pairs = np.argwhere(keep)
-    return pairs, near[pairs[:, 0], pairs[:, 1]]
-
-
 def _marked_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
     rule = tpl["answer_rule"]
     min_vis = _adm(tpl, "min_visible_pixels", 1)
@@ -397,24 +165,6 @@ def _visible_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[s
     return "yes", {"visible_pixels": px, "object": obj}
 
 
-
-def per_object(derive: Callable[..., Derivation], margin: Callable[[dict[str, Any]], float] = lambda d: 1.0,
-               values: Callable[[dict[str, Any]], Any] = lambda d: d) -> Callable[..., list[Candidate]]:
-    """Candidates of a rule with one object slot: every object whose derivation admits an answer."""
-    def candidates(ft: FactTable, view: Any, tpl: dict[str, Any]) -> list[Candidate]:
-        out = []
-        for obj in ft.objects:
-            answer, d = derive(ft, view, {"object": obj}, tpl)
-            if answer is not None:
-                out.append(Candidate({"object": obj}, answer, float(margin(d)), values(d), d))
-        return out
-    return candidates
-
-
-def _view_label(ft: FactTable, view: int) -> str:
-    return f"View {ft.views.index(view) + 1}"
-
-
 def _best_view_derive(ft: FactTable, view: int | None, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     obj = slots["object"]
     px = {v: ft.fact(obj, v).visible_pixels for v in ft.views}
@@ -429,7 +179,6 @@ def _best_view_derive(ft: FactTable, view: int | None, slots: dict[str, Any], tp
                                          "ratio": ratio}
 
 
-
 def _only_view_derive(ft: FactTable, view: int | None, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     obj = slots["object"]
     px = {v: ft.fact(obj, v).visible_pixels for v in ft.views}
@@ -440,130 +189,7 @@ def _only_view_derive(ft: FactTable, view: int | None, slots: dict[str, Any], tp
     return _view_label(ft, seen[0]), {"visible_pixels": {_view_label(ft, v): px[v] for v in ft.views}}
 
 
-
 # -- counting, sets, orders and 3D relations ------------------------------------------------
-
-
-def _count_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
-    min_vis = _adm(tpl, "min_visible_pixels", 1)
-    category = slots.get("category")
-    pool = [o for o in ft.objects if category is None or ft.category(o) == category]
-    px = {o: ft.fact(o, view).visible_pixels for o in pool}
-    unclear = [o for o, p in px.items() if p > 0 and not ft.clear(o, view, min_vis, border=False)]
-    if unclear:
-        return None, {"reason": f"{len(unclear)} object(s) seen but not clearly enough to count"}
-    n = sum(1 for p in px.values() if p >= min_vis)
-    if n < _adm(tpl, "min_count", 0):
-        return None, {"reason": "too few objects to count"}
-    return str(n), {"count": n, "visible_pixels": px}
-
-
-def _count_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
-    answer, d = _count_derive(ft, view, {}, tpl)
-    return [Candidate({}, answer, float(d["count"]), d["visible_pixels"])] if answer is not None else []
-
-
-def _count_beside_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
-    """How many other objects lie on one side of the anchor in the image (by centre column).
-    Every object on that side or near the anchor's column must be clearly in view or out of it
-    (one on the other side cannot change the count), and none may sit so near the anchor's
-    column that a person could not tell which side it is on."""
-    rule = tpl["answer_rule"]
-    anchor = slots["anchor"]
-    min_vis = _adm(tpl, "min_visible_pixels", 1)
-    px = {o: ft.fact(o, view).visible_pixels for o in ft.objects}
-    if px[anchor] < min_vis or not ft.clear(anchor, view, min_vis, border=False):
-        return None, {"reason": f"{anchor} is not clearly visible"}
-    side = rule.get("side", "left")
-    sign = -1.0 if side == "left" else 1.0
-    at = ft.value(anchor, view, "center_x")
-    near = _adm(tpl, "min_margin", 0.0)
-    unclear = [o for o, p in px.items() if p > 0 and not ft.clear(o, view, min_vis, border=False)
-               and (ft.value(o, view, "center_x") is None or sign * (ft.value(o, view, "center_x") - at) > -near)]
-    if unclear:
-        return None, {"reason": "an object on the counted side is seen but not clearly enough to count"}
-    x = {o: ft.value(o, view, "center_x") for o, p in px.items()
-         if p >= min_vis and ft.clear(o, view, min_vis, border=False)}
-    others = {o: v - x[anchor] for o, v in x.items() if o != anchor}
-    if len(others) < _adm(tpl, "min_others", 0):
-        return None, {"reason": "too few other objects in view to count"}
-    margin = min((abs(d) for d in others.values()), default=float("inf"))
-    if margin < _adm(tpl, "min_margin", 0.0):
-        return None, {"reason": f"an object is within {margin:.0f} px of the anchor's column"}
-    n = sum(1 for d in others.values() if (d < 0 if side == "left" else d > 0))
-    return str(n), {"count": n, "side": side, "anchor": anchor, "offsets_px": others, "margin": margin}
-
-
-def _count_beside_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
-    out = []
-    for anchor in ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1))):
-        answer, d = _count_beside_derive(ft, view, {"anchor": anchor}, tpl)
-        if answer is not None:
-            out.append(Candidate({"anchor": anchor}, answer, d["margin"], d["offsets_px"], d))
-    return out
-
-
-def _order_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
-    rule = tpl["answer_rule"]
-    names = list(slots["objects"])
-    min_vis = _adm(tpl, "min_visible_pixels", 1)
-    if any(ft.fact(n, view).visible_pixels < min_vis for n in names):
-        return None, {"reason": "an object is not clearly visible"}
-    values = {n: ft.value(n, view, rule["field"]) for n in names}
-    if any(v is None for v in values.values()):
-        return None, {"reason": "value missing"}
-    if rule["field"] == "median_depth" and (why := held_problem(ft, names)) is not None:
-        return None, {"reason": why}
-    ranked = sorted(names, key=lambda n: values[n], reverse=rule.get("direction", "ascending") == "descending")
-    gaps = [abs(values[a] - values[b]) for a, b in zip(ranked, ranked[1:])]
-    if min(gaps) < _adm(tpl, "min_margin", 0.0):
-        return None, {"reason": "two neighbours in the order are too close"}
-    seen = []
-    pairs = itertools.combinations(ranked, 2) if rule["field"] in ("center_x", "center_y") else zip(ranked, ranked[1:])
-    for a, b in pairs:
-        m, why = image_margin(ft, view, rule["field"], *sorted((a, b), key=lambda n: values[n]), tpl)
-        if why:
-            return None, {"reason": why}
-        if m is not None:
-            seen.append(m)
-    return " > ".join(ranked), {"values": values, "margin": min(gaps),
-                                **({"image_margin": round(min(seen), 4)} if seen else {})}
-
-
-def _order_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
-    count = int(tpl["slots"]["objects"].get("count", 3))
-    visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
-    out = []
-    for combo in itertools.combinations(visible, count):
-        answer, d = _order_derive(ft, view, {"objects": list(combo)}, tpl)
-        if answer is not None:
-            out.append(Candidate({"objects": list(combo)}, answer, d["margin"], d["values"], d))
-    return out
-
-
-def _visible_set_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
-    min_vis = _adm(tpl, "min_visible_pixels", 1)
-    px = {n: ft.fact(n, view).visible_pixels for n in slots["objects"]}
-    if any(p > 0 and not ft.clear(n, view, min_vis) for n, p in px.items()):
-        return None, {"reason": "an option is seen but not clearly"}
-    seen = sorted(n for n, p in px.items() if p >= min_vis)
-    if not seen or len(seen) == len(px):
-        return None, {"reason": "needs both visible and absent options"}
-    return ", ".join(seen), {"visible_pixels": px}
-
-
-def _visible_set_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
-    count = int(tpl["slots"]["objects"].get("count", 4))
-    out = []
-    for combo in itertools.combinations(ft.objects, count):
-        answer, d = _visible_set_derive(ft, view, {"objects": list(combo)}, tpl)
-        if answer is not None:
-            out.append(Candidate({"objects": list(combo)}, answer, 0.0, d["visible_pixels"]))
-    return out
-
-
-def _center_of(ft: FactTable, name: str):
-    return ft.center_3d(name)
 
 
 def _nearest_to_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
@@ -587,22 +213,6 @@ def _nearest_to_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dic
                                     f"(ratio {ratio:.2f}, needs {need:.2f})"}
         return ranked[0], {"distances_m": dist, "margin": margin, "image_margin": round(ratio, 4)}
     return ranked[0], {"distances_m": dist, "margin": margin}
-
-
-MIN_IMAGE_RATIO = 1.25  # the second nearest at least this much further from the anchor in the image
-
-
-def image_separations(ft: FactTable, view: int, anchor: str, names: list[str]) -> dict[str, float] | None:
-    """Image distance (pixels) from the anchor to each object, between the points where their
-    vertical lines meet the lowest resting height among them; None in an uncalibrated view."""
-    objs = [ft.object(n) for n in [anchor, *names]]
-    if any(o.box_3d_min is None or o.box_3d_max is None for o in objs):
-        return None
-    z = min(o.box_3d_min[2] for o in objs)
-    feet = [ft.foot(n, z, view) for n in [anchor, *names]]
-    if any(f is None for f in feet):
-        return None
-    return {n: float(np.hypot(f[0] - feet[0][0], f[1] - feet[0][1])) for n, f in zip(names, feet[1:])}
 
 
 def _nearest_to_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
@@ -680,7 +290,6 @@ def _reach_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str
     if abs(d - reach) < _adm(tpl, "min_margin", 0.0):
         return None, {"reason": f"{d:.2f} m is too close to the reach limit"}
     return ("yes" if d <= reach else "no"), {"distance_m": d, "reach_m": reach}
-
 
 
 def _orbit_derive(ft: FactTable, view: Any, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 from forge_skills.synthesize.difficulty import by_marked_kinds, constant
-from forge_skills.synthesize.answer_rules import (Candidate, Derivation, FactTable, Rule, _adm, register,
-                                                  separated_pairs)
+from forge_skills.synthesize.answer_rules import Rule, register
+from forge_skills.synthesize.rule_margins import Derivation, _adm, separated_pairs
+from forge_skills.synthesize.fact_table import Candidate, FactTable
 from forge_skills.synthesize.rules_scene import plural
 
 

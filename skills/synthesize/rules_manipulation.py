@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from forge_skills.synthesize.difficulty import constant
-from forge_skills.synthesize.answer_rules import Candidate, Derivation, FactTable, Rule, _adm, per_object, register
+from forge_skills.synthesize.answer_rules import Rule, register
+from forge_skills.synthesize.rule_margins import Derivation, _adm, per_object
+from forge_skills.synthesize.fact_table import Candidate, FactTable
 from forge_skills.synthesize.rules_scene import frame_label
 
 

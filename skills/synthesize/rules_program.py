@@ -68,7 +68,9 @@ import numpy as np
 from forge_skills.oe.types import EvidenceRecord
 from forge.registry import register
 from forge.sandbox import Limits, ProgramError, Raw, Sandbox, SandboxError
-from forge_skills.synthesize.answer_rules import Candidate, Derivation, FactTable, Rule
+from forge_skills.synthesize.answer_rules import Rule
+from forge_skills.synthesize.rule_margins import Derivation
+from forge_skills.synthesize.fact_table import Candidate, FactTable
 from forge_skills.synthesize.answer_rules import register as register_rule
 
 PROGRAM_LIMITS = Limits(timeout_s=3.0, memory_mb=512, cpu_s=600)

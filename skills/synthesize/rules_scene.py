@@ -13,8 +13,9 @@ import numpy as np
 
 from forge_skills.synthesize.difficulty import (BANDS, absence_band, banded, by_count, by_turn, confusers,
                                                 constant)
-from forge_skills.synthesize.answer_rules import (Candidate, Derivation, FactTable, Rule, _adm, _center_of, per_object,
-                                                  register, rule_for)
+from forge_skills.synthesize.answer_rules import Rule, register, rule_for
+from forge_skills.synthesize.rule_margins import Derivation, _adm, _center_of, per_object
+from forge_skills.synthesize.fact_table import Candidate, FactTable
 
 
 def frame_label(rank: int) -> str:

@@ -9,7 +9,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from forge_skills.oe.types import Binding, Blueprint, EvidenceRecord, MediaRef, OEItem, Template
-from forge_skills.verify.gates import chosen_class, slot_objects
+from forge_skills.verify.dependence_gates import slot_objects
+from forge_skills.verify.balance_gate import chosen_class
 from forge.codeversion import data_files_version, data_identity
 from forge.errors import DefinitionError
 from forge.keys import digest, file_digest
@@ -17,7 +18,8 @@ from forge.skills import Output, SkillContext, skill
 from forge.vocabulary import answer_form, question_type
 from forge_skills.synthesize.admission import (SINGULAR, admission_problem, marker_geometry, marker_style, marks_of,
                                                question_kinds, shown_views)
-from forge_skills.synthesize.answer_rules import Candidate, FactTable, rule_for
+from forge_skills.synthesize.answer_rules import rule_for
+from forge_skills.synthesize.fact_table import Candidate, FactTable
 from forge_skills.synthesize.difficulty import BANDS
 from forge_skills.synthesize.marker_place import place_among
 from forge_skills.synthesize.conventions import instruction, statements
