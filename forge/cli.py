@@ -6,58 +6,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
-from forge.errors import ForgeError, StoreError, UsageError
-
-
-def _emit(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
-    if as_json:
-        click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
-    else:
-        render(data)
-
-
-def _guard(fn: Callable[[], None]) -> None:
-    """Run a command; what goes wrong ends in one line and an exit code, not a traceback:
-    forge's own errors with theirs, the machine's (files, permissions, disk) with 1."""
-    try:
-        fn()
-    except ForgeError as exc:
-        click.echo(f"forge: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("forge: interrupted; run the same command again to resume", err=True)
-        sys.exit(130)
-    except OSError as exc:
-        where = f": {exc.filename}" if exc.filename else ""
-        click.echo(f"forge: error: {exc.strerror or exc}{where}", err=True)
-        sys.exit(1)
-    except Exception as exc:
-        import duckdb
-
-        if not isinstance(exc, duckdb.Error):
-            raise
-        # A store opens lazily: damage in a page shows on the first query that reads it.
-        from forge.database import damaged_store
-
-        click.echo(f"forge: error: {damaged_store(None, exc)}", err=True)
-        sys.exit(1)
-    except MemoryError:
-        click.echo("forge: error: out of memory", err=True)
-        sys.exit(1)
-
-
-def _store_for(store: str | None, intent: str | None) -> Path:
-    if store:
-        return Path(store)
-    if intent:
-        from forge.build import default_store_dir
-
-        return default_store_dir(Path(intent))
-    return Path(".forge")
+from forge.errors import StoreError, UsageError
+from forge.cli_catalogue import CATALOGUE_COMMANDS
+from forge.cli_package import PACKAGE_COMMANDS
+from forge.cli_support import emit, guarded, store_for
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -164,9 +120,9 @@ def build(intent: str, store: str | None, out: str, workers: int, quiet: bool, a
 
         summary = do_build(intent, _build_options(store, out, workers, quiet, as_json, ablate=ablate, faults=faults,
                                                   executor=executor))
-        _emit(summary, as_json, _print_summary)
+        emit(summary, as_json, _print_summary)
         _exit_if_short(summary)
-    _guard(run)
+    guarded(run)
 
 
 SHORTFALL_EXIT = 4  # the package is written, but a composition target is missed beyond the tolerance
@@ -203,7 +159,7 @@ def rebuild(ref: str, intent: str | None, store: str | None, out: str, workers: 
         from forge.build import build as do_build
         from forge.store import Store
 
-        store_dir = _store_for(store, intent)
+        store_dir = store_for(store, intent)
         intent_path = intent
         if intent_path is None:
             with Store(store_dir, read_only=True) as s:
@@ -212,9 +168,9 @@ def rebuild(ref: str, intent: str | None, store: str | None, out: str, workers: 
                 raise StoreError(f"{store_dir}: no build recorded; give the intent file")
             intent_path = row[0]
         summary = do_build(intent_path, _build_options(str(store_dir), out, workers, quiet, as_json, [ref]))
-        _emit(summary, as_json, _print_summary)
+        emit(summary, as_json, _print_summary)
         _exit_if_short(summary)
-    _guard(run)
+    guarded(run)
 
 
 @main.command()
@@ -228,7 +184,7 @@ def status(intent: str | None, store: str | None, as_json: bool, show_all: bool)
         from forge.status import stale_report
         from forge.store import Store
 
-        with Store(_store_for(store, intent), read_only=True) as s:
+        with Store(store_for(store, intent), read_only=True) as s:
             report = stale_report(s)
 
         def render(r: dict[str, Any]) -> None:
@@ -246,8 +202,8 @@ def status(intent: str | None, store: str | None, as_json: bool, show_all: bool)
             if show_all:
                 for a in r["artifacts"]:
                     click.echo(f"    {a['id']}  {a['type']:<15} {a['cause']:<10} {a['root']}")
-        _emit(report, as_json, render)
-    _guard(run)
+        emit(report, as_json, render)
+    guarded(run)
 
 
 @main.command()
@@ -261,7 +217,7 @@ def audit(item_id: str, store: str | None, intent: str | None, as_json: bool) ->
         from forge.audit import audit as do_audit
         from forge.store import Store
 
-        with Store(_store_for(store, intent), read_only=True) as s:
+        with Store(store_for(store, intent), read_only=True) as s:
             report = do_audit(s, item_id)
 
         def render(r: dict[str, Any]) -> None:
@@ -280,205 +236,8 @@ def audit(item_id: str, store: str | None, intent: str | None, as_json: bool) ->
                            f"(violated {rep['violated']}, attempt {rep['attempt']}, re-executed {len(rep['rebuilt'])} artifacts)")
                 for field, ba in rep["changed"].items():
                     click.echo(f"      {field}: {str(ba['before'])[:60]!s} -> {str(ba['after'])[:60]!s}")
-        _emit(report, as_json, render)
-    _guard(run)
-
-
-@main.command()
-@click.option("--json", "as_json", is_flag=True)
-def skills(as_json: bool) -> None:
-    """The registered skills with their typed signatures."""
-    def run() -> None:
-        from forge.skills import discover
-
-        rows = [{"name": s.name, "stage": s.stage, "inputs": {i.name: (f"list[{i.type}]" if i.many else i.type) for i in s.inputs},
-                 "output": s.output, "module": s.module, "code_version": s.module_version(),
-                 "requires": list(s.requires), "parallel": s.parallel, "description": s.description}
-                for s in discover()]
-
-        def render(rs: list[dict[str, Any]]) -> None:
-            for r in rs:
-                ins = ", ".join(f"{k}: {v}" for k, v in r["inputs"].items())
-                click.echo(f"{r['stage']}  {r['name']:<34} ({ins}) -> list[{r['output']}]")
-                click.echo(f"      {r['description']}")
-        _emit(rows, as_json, render)
-    _guard(run)
-
-
-@main.command()
-@click.option("--json", "as_json", is_flag=True)
-def resources(as_json: bool) -> None:
-    """Sources and simulators known here, and whether each is available on this machine."""
-    def run() -> None:
-        from forge.resources import describe
-
-        def render(rs: list[dict[str, Any]]) -> None:
-            for r in rs:
-                mark = "available" if r["available"] else f"unavailable: {r['reason']}"
-                click.echo(f"{r['kind']:<22} track {r['track']}  {mark}\n      {r['description']}")
-        _emit(describe(), as_json, render)
-    _guard(run)
-
-
-@main.command()
-@click.option("--source", "sources", multiple=True, help="only templates these source kinds serve (repeatable)")
-@click.option("--intent", "intent", type=click.Path(dir_okay=False), default=None,
-              help="the templates an intent's sources and template folders offer")
-@click.option("--json", "as_json", is_flag=True)
-def templates(sources: tuple[str, ...], intent: str | None, as_json: bool) -> None:
-    """Templates with their capability, question type and the source kinds they serve."""
-    def run() -> None:
-        from forge.planner import available_templates
-        from forge.registry import lookup
-        from forge.resources import descriptor, descriptors
-
-        kinds = list(sources) or sorted(descriptors())
-        for kind in kinds:
-            descriptor(kind)  # an unknown kind is a clear error naming the known ones
-        if intent is not None:
-            from forge.intent import load_intent
-
-            loaded = load_intent(intent)
-            rows = available_templates(loaded)
-            kinds = sorted({s.kind for s in loaded.intent.sources})
-        else:
-            families = sorted({f for k in kinds for f in descriptor(k).templates})
-            rows = lookup("template_catalogue", "builtin")(families, [])
-        for r in rows:
-            r["sources"] = [k for k in kinds if r["family"] in descriptor(k).templates] or ["(intent folder)"]
-
-        def render(rs: list[dict[str, Any]]) -> None:
-            for r in rs:
-                click.echo(f"{r['id']:<34} {r['capability']:<22} {r['question_type']:<22} {', '.join(r['sources'])}")
-        _emit(rows, as_json, render)
-    _guard(run)
-
-
-@main.command()
-@click.argument("text", required=False)
-@click.option("--json", "as_json", is_flag=True)
-def capabilities(text: str | None, as_json: bool) -> None:
-    """Map free text to capabilities with the catalogue (an intent's `oe.focus`); without TEXT,
-    list the capabilities and the phrases that select them."""
-    def run() -> None:
-        from forge.capability_catalogue import capabilities_from_text
-        from forge.vocabulary import capabilities as registered
-
-        caps = registered()
-        if text is None:
-            rows = {c: {"description": cap.description, "phrases": list(cap.phrases)} for c, cap in caps.items()}
-        else:
-            rows = {c: {"description": caps[c].description, "matched": hits}
-                    for c, hits in capabilities_from_text(text).items()}
-            if not rows:
-                raise UsageError("the text names no capability the catalogue knows")
-
-        def render(rs: dict[str, Any]) -> None:
-            for cap, r in rs.items():
-                detail = ", ".join(r.get("matched") or r.get("phrases", []))
-                click.echo(f"{cap:<22} {r['description']}\n      {detail}")
-        _emit(rows, as_json, render)
-    _guard(run)
-
-
-@main.command()
-@click.argument("package", type=click.Path(file_okay=False))
-@click.option("--store", "store", type=click.Path(file_okay=False), default=None,
-              help="the store the package was built in (default: beside --intent, else ./.forge)")
-@click.option("--intent", "intent", type=click.Path(dir_okay=False), default=None,
-              help="the intent it was built from: its store is the .forge folder beside it")
-@click.option("--json", "as_json", is_flag=True)
-def reverify(package: str, store: str | None, intent: str | None, as_json: bool) -> None:
-    """Recompute every released answer from raw simulator arrays or dataset files, independently
-    of the evidence and construction code; exit 1 when any item is invalid."""
-    def run() -> None:
-        from forge.export import verify_package
-        from forge.registry import lookup
-        from forge.tracks import default_track
-        from forge.store import DB_NAME, Store
-
-        target = Path(package)
-        if not (target / "manifest.json").exists():
-            raise UsageError(f"{target}: not a package (no manifest.json)")
-        try:
-            track_name = json.loads((target / "manifest.json").read_text()).get("track", default_track())
-        except (OSError, ValueError, AttributeError):
-            track_name = default_track()
-        reverify_package = lookup("reverifier", track_name)
-        store_dir = _store_for(store, intent)
-        if not (store_dir / DB_NAME).exists():
-            raise UsageError(f"{store_dir}: no forge store there; pass --store DIR (the store the package was "
-                             "built in) or --intent FILE (a build keeps its store in .forge/ beside the intent)")
-        problems = verify_package(target)
-
-        def progress(done: int, total: int) -> None:
-            if not as_json:
-                click.echo(f"  re-verified {done}/{total} items", err=True)
-
-        with Store(store_dir, read_only=True) as s:
-            snapshot = s.snapshot(_package_item_ids(target))
-        report = reverify_package(snapshot, target, progress)
-        report["file_problems"] = problems + [p for p in report.get("file_problems", []) if p not in problems]
-
-        def render(r: dict[str, Any]) -> None:
-            click.echo(f"{r['items']} items: {r['valid']} valid, {r['invalid']} invalid "
-                       f"(valid rate {r['valid_rate']:.4f}); {len(problems)} file problems")
-            for iid, why in list(r["reasons"].items())[:20]:
-                click.echo(f"  {iid[:12]}  {why}")
-            for p in problems[:20]:
-                click.echo(f"  {p}")
-        _emit(report, as_json, render)
-        if report["invalid"] or problems:
-            sys.exit(1)
-    _guard(run)
-
-
-def _package_item_ids(package: Path) -> list[str]:
-    from forge.verify import _item_ids
-
-    return _item_ids(package)
-
-
-@main.command()
-@click.argument("package", type=click.Path(file_okay=False))
-@click.option("--store", "store", type=click.Path(file_okay=False), default=None,
-              help="the store the package was built in (re-verifies every answer)")
-@click.option("--intent", "intent", type=click.Path(dir_okay=False), default=None,
-              help="the intent it was built from: its store is the .forge folder beside it")
-@click.option("--json", "as_json", is_flag=True)
-def verify(package: str, store: str | None, intent: str | None, as_json: bool) -> None:
-    """Check that PACKAGE is intact (every file against its checksum) and, given its store,
-    that every answer is right. Exit 0: intact and valid; 1: damage or invalid items; 2: not
-    a package."""
-    def run() -> None:
-        from forge.verify import verify_package
-
-        store_dir = Path(store) if store else (_store_for(None, intent) if intent else None)
-
-        def progress(done: int, total: int) -> None:
-            if not as_json:
-                click.echo(f"  re-verified {done}/{total} items", err=True)
-
-        report = verify_package(Path(package), store_dir, progress)
-
-        def render(r: dict[str, Any]) -> None:
-            click.echo(f"{r['package']}: {len(r['file_problems'])} file problems")
-            for p in r["file_problems"][:30]:
-                click.echo(f"  {p}")
-            click.echo(f"reported numbers: {len(r['metric_problems'])} do not follow from the package's records")
-            for p in r["metric_problems"][:30]:
-                click.echo(f"  {p}")
-            if r["reverified"]:
-                click.echo(f"{r['items']} items: {r['valid']} valid, {r['invalid']} invalid")
-                for iid, why in list(r["reasons"].items())[:20]:
-                    click.echo(f"  {iid[:12]}  {why}")
-            else:
-                click.echo(r["note"])
-            click.echo("intact" if r["ok"] else "NOT intact")
-        _emit(report, as_json, render)
-        if not report["ok"]:
-            sys.exit(1)
-    _guard(run)
+        emit(report, as_json, render)
+    guarded(run)
 
 
 @main.command()
@@ -495,7 +254,7 @@ def fsck(intent: str | None, store: str | None, repair: bool, as_json: bool) -> 
         from forge.integrity import fsck as do_fsck, set_wal_aside, summarize
         from forge.store import DB_NAME, Store
 
-        store_dir = _store_for(store, intent)
+        store_dir = store_for(store, intent)
         if not (store_dir / DB_NAME).exists():
             raise UsageError(f"{store_dir}: no forge store there (missing {DB_NAME})")
         notes = []
@@ -520,152 +279,14 @@ def fsck(intent: str | None, store: str | None, repair: bool, as_json: bool) -> 
                 click.echo(f"{kind:<24} {row['found']:>6} found, {row['repaired']:>6} repaired")
             for f in [f for f in r["findings"] if not f["repaired"]][:20]:
                 click.echo(f"  {f['kind']}: {f['subject'][:40]}  {f['detail']}")
-        _emit(report, as_json, render)
+        emit(report, as_json, render)
         if report["unrepaired"]:
             sys.exit(1)
-    _guard(run)
+    guarded(run)
 
 
-@main.command()
-@click.argument("package", required=False, type=click.Path(file_okay=False))
-@click.option("--n", "count", default=40, show_default=True, help="items to sample for review")
-@click.option("--seed", type=int, help="sampling seed (default: from the package snapshot)")
-@click.option("--out", type=click.Path(dir_okay=False), help="page to write (default: PACKAGE/review.html)")
-@click.option("--store", type=click.Path(file_okay=False), help="store the package was built from (embeds media the "
-                                                                 "package only references; needed with --import)")
-@click.option("--import", "verdicts", type=click.Path(dir_okay=False), help="a saved verdicts file to store")
-@click.option("--json", "as_json", is_flag=True)
-def review(package: str | None, count: int, seed: int | None, out: str | None, store: str | None,
-           verdicts: str | None, as_json: bool) -> None:
-    """Write a review page of random items of PACKAGE, or store the verdicts a reviewer saved.
-
-    A person marks each item correct, ambiguous or wrong, and whether it is trivial (answerable
-    at a glance); `--import` records the verdicts as human verification records, and the next
-    `forge build` repairs or removes the items marked ambiguous or wrong and reports the accuracy
-    people found."""
-    def run() -> None:
-        from forge import review as rv
-
-        if verdicts:
-            if not store:
-                raise UsageError("--import needs --store: the store the reviewed package was built from")
-            result = rv.import_verdicts(Path(verdicts), Path(store))
-            _emit(result, as_json, lambda r: click.echo(
-                f"{r['imported']} verdicts by {r['reviewer']}: {r['correct']} correct, {r['ambiguous']} ambiguous, "
-                f"{r['wrong']} wrong, {r['trivial']} marked trivial; {r['routed_to_repair']} item(s) go to diagnosis "
-                f"and repair on the next `forge build`"))
-            return
-        if not package:
-            raise UsageError("give a PACKAGE to review, or --import FILE --store DIR")
-        page = rv.write_page(Path(package), Path(out) if out else None, count, seed, Path(store) if store else None)
-        _emit({"page": str(page)}, as_json, lambda r: click.echo(f"review page: {r['page']} (open it in a browser, "
-                                                                  "mark the items, save the verdicts)"))
-    _guard(run)
-
-
-@main.command()
-@click.argument("package", type=click.Path(file_okay=False))
-@click.option("--out", "out", type=click.Path(dir_okay=False), default=None,
-              help="where to write the page (default: PACKAGE/.eval/report.html, beside the released files)")
-@click.option("--irt-backend", "irt_backend", type=click.Choice(["2pl", "py-irt"]), default="2pl",
-              help="py-irt: also fit the Bayesian 2PL (the irt-bayes extra) and report its agreement with the "
-                   "regularized fit")
-@click.option("--json", "as_json", is_flag=True, help="print the report's numbers as JSON")
-def report(package: str, out: str | None, irt_backend: str, as_json: bool) -> None:
-    """Write PACKAGE's evaluation report (composition, gate funnel, repairs, skill reuse, scores per
-    model and capability, IRT diagnosis, blind margins, human review) as one self-contained HTML
-    page, recomputed from the package's own records; runs of `forge eval` stored beside the package
-    are added. The same page ships in the package as report.html."""
-    def run() -> None:
-        from forge.registry import entries
-
-        folder = Path(package)
-        if not (folder / "manifest.json").is_file():
-            raise UsageError(f"{folder}: not a package (no manifest.json)")
-        renderers = entries("package_report")
-        if not renderers:
-            raise UsageError("no report renderer is registered (the built-in skills provide one)")
-        try:
-            page, numbers = next(iter(renderers.values()))(folder, irt_backend=irt_backend)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        target = Path(out) if out else folder / ".eval" / "report.html"
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(page, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"{target}: cannot write the report ({exc.strerror or exc})") from None
-        _emit({"report": str(target), "numbers": numbers}, as_json,
-              lambda r: click.echo(f"report: {r['report']} ({len(r['numbers']['models'])} panel members, "
-                                   f"{r['numbers']['package']['items']} items, "
-                                   f"{len(r['numbers']['irt']['flagged'])} items flagged by IRT)"))
-    _guard(run)
-
-
-@main.command("intent-schema")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write to this file instead of stdout")
-def intent_schema(output: str | None) -> None:
-    """Write the JSON schema of intent.yaml (for editor validation)."""
-    from forge.intent import intent_json_schema
-
-    text = json.dumps(intent_json_schema(), indent=2)
-    if output:
-        Path(output).write_text(text + "\n")
-    else:
-        click.echo(text)
-
-
-@main.command("eval")
-@click.argument("package", type=click.Path())
-@click.option("--model", "models", multiple=True,
-              help="builtin:NAME (random, prior, text, oracle-noisy:RATE; simulated), BASE_URL@MODEL (an "
-                   "OpenAI-compatible endpoint) or @FILE.yaml (a model role); repeatable")
-@click.option("--agent", "agents", multiple=True,
-              help="for an IE package: reference, random[:SEED], greedy, BASE_URL@MODEL or @FILE.yaml; repeatable")
-@click.option("--store", type=click.Path(file_okay=False), help="where responses are stored (default: PACKAGE/.eval)")
-@click.option("--limit", type=click.IntRange(min=1), help="only the first N items")
-@click.option("--json", "as_json", is_flag=True, help="print the reports as JSON")
-def eval_(package: str, models: tuple[str, ...], agents: tuple[str, ...], store: str | None, limit: int | None,
-          as_json: bool) -> None:
-    """Run models on PACKAGE's items, score the replies with its own scorer, and report accuracy
-    per capability and question type. Stopped runs resume: answered items are not asked again."""
-    def run() -> None:
-        from forge.evaluation import EvalOptions, evaluate, load_package, parse_spec, render
-        from forge.models import ModelError
-
-        from forge.evaluation.run import track_evaluator
-
-        if not models and not agents:
-            raise UsageError("give --model SPEC (a package of question items) or --agent SPEC (an IE package)")
-        by_track = track_evaluator(package)
-        if by_track is not None:  # episodes: every --agent and --model is an agent
-            pkg, specs = by_track.load(package), [by_track.parse_agent(a) for a in (*agents, *models)]
-        elif agents:
-            raise UsageError(f"{package}: --agent runs the episodes of an IE package; this one is not (its "
-                             "manifest does not say track ie)")
-        else:
-            pkg = load_package(package)
-            specs = [parse_spec(m) for m in models]  # every spec checked before any model is asked
-
-        def progress(model: str, done: int, total: int) -> None:
-            if not as_json:
-                click.echo(f"  {model}: {done}/{total} items", err=True)
-
-        options = EvalOptions(store_dir=Path(store) if store else None, limit=limit, progress=progress)
-        reports, errors = [], []
-        for spec in specs:
-            try:
-                reports.append(evaluate(pkg, spec, options))
-            except ModelError as exc:
-                if len(specs) == 1:
-                    raise
-                errors.append({"model": spec.spec, "error": str(exc)})
-                click.echo(f"forge: error: {exc}", err=True)
-        _emit({"reports": reports, "errors": errors}, as_json,
-              lambda r: click.echo("\n\n".join(render(x) for x in r["reports"])))
-        if errors:
-            sys.exit(1)
-    _guard(run)
+for _command in (*CATALOGUE_COMMANDS, *PACKAGE_COMMANDS):
+    main.add_command(_command)
 
 
 if __name__ == "__main__":

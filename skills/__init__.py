@@ -22,7 +22,7 @@ from forge_resources.sources import BUILTIN_SOURCES  # noqa: E402
 from forge_skills.collect import ground, images, render, robosuite_demos, robosuite_scenes, room, tabletop  # noqa: E402,F401  (S2 skills)
 from forge_skills.structure import appearance, scene_evidence  # noqa: E402,F401  (S3 skills)
 from forge_skills.synthesize import blueprint, rules_manipulation, rules_image, rules_program, rules_scene, synthesis, templates  # noqa: E402,F401
-from forge_skills.verify import checks, reverify, reverify_manipulation  # noqa: E402,F401  (contract predicates, re-verification)
+from forge_skills.verify import checks, item_checks, reverify, reverify_manipulation  # noqa: E402,F401  (contract predicates, re-verification)
 from forge_skills.package import assessment, oe_package, report_check, report_page, scorer  # noqa: E402,F401
 from forge_skills.repair import fault_mutators, operators  # noqa: E402,F401  (repair operators, planted faults)
 from forge_skills.oe import track, vocabulary  # noqa: E402,F401  (the OE track; capabilities, question types)

@@ -106,3 +106,14 @@ def test_the_engine_names_no_track_artifact_type_of_a_track_gate_or_source_kind(
             if value in named:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {value!r}")
     assert not found, found
+
+
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_over_500_lines():
+    """A module that long does several things; each concept gets its own (the engine, the
+    built-in plugin and the resource adapters)."""
+    long = {str(p.relative_to(ROOT)): n for folder in PACKAGES.values() for p in (ROOT / folder).rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, long

@@ -273,7 +273,8 @@ def test_chance_of_a_free_value_is_drawn_from_the_items_own_answer_space(shapes_
 
     from forge_skills.oe.types import OEItem
     from forge.registry import lookup
-    from forge_skills.verify.blind_solvers import _sampled_chance, blind_report
+    from forge_skills.verify.blind_solvers import blind_report
+    from forge_skills.verify.blind_chance import _sampled_chance
 
     con = duckdb.connect(str(shapes_build["root"] / "store" / "forge.duckdb"), read_only=True)
     rows = con.execute("SELECT id, content FROM artifacts WHERE type = 'OEItem' ORDER BY id LIMIT 20").fetchall()

@@ -24,7 +24,8 @@ from forge_skills.synthesize.difficulty import band_quotas, by_count, by_field, 
 from forge_skills.synthesize.synthesis import _marker_place
 from forge_skills.synthesize.templates import builtin_root, read_template
 from forge_skills.verify.blind_solvers import blind_report
-from forge_skills.verify.checks import item_states_assumptions, template_declares
+from forge_skills.verify.checks import template_declares
+from forge_skills.verify.item_checks import item_states_assumptions
 
 from conftest import run_build, write_intent
 

@@ -25,12 +25,9 @@ one; ``register`` adds another (gate E's panel uses the same registry).
 
 from __future__ import annotations
 
-import itertools
-import math
 import random
 import re
 import statistics
-import string
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
@@ -38,8 +35,8 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 from forge.errors import UsageError
 from forge.keys import digest
 from forge.registry import register as add, view
+from forge.evaluation.responses import LETTERS, number_text, letters, matching, numbers_in, gold_response, wrong_responses
 
-LETTERS = string.ascii_uppercase
 
 # Gate E's default simulated panel: three baselines and eight evidence readers from 5% to 60%
 # wrong. The readers draw their wrong items in one shared order, so a reader with a higher rate is
@@ -157,27 +154,7 @@ def _seed(arg: str | None) -> int:
     return int(arg)
 
 
-def _letters(indices: Sequence[int]) -> str:
-    return ", ".join(LETTERS[i] for i in indices)
-
-
-def _matching(assignment: Sequence[int]) -> str:
-    return ", ".join(f"{LETTERS[i]}={j + 1}" for i, j in enumerate(assignment))
-
-
-_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _WORD = re.compile(r"[a-z0-9]+")
-
-
-def _numbers(text: str) -> list[float]:
-    return [float(x) for x in _NUMBER.findall(text)]
-
-
-def _fmt(x: float) -> str:
-    """A number as plain digits (never an exponent, which scorers read as two numbers)."""
-    if float(x).is_integer():
-        return str(int(x))
-    return f"{x:.6f}".rstrip("0").rstrip(".")
 
 
 def _text(item: Mapping[str, Any]) -> str:
@@ -218,22 +195,22 @@ class RandomSolver:
             guess = _guesser(item)
             return guess(item, rng) if guess is not None else None
         if form == "number":
-            top = max((abs(x) for x in _numbers(_text(item))), default=5.0) * 2
-            return _fmt(round(rng.uniform(0, top))) if top >= 2 else _fmt(round(rng.uniform(0, top), 2))
+            top = max((abs(x) for x in numbers_in(_text(item))), default=5.0) * 2
+            return number_text(round(rng.uniform(0, top))) if top >= 2 else number_text(round(rng.uniform(0, top), 2))
         if not n:
             return ""
         if form == "options":
             chosen = [i for i in range(n) if rng.random() < 0.5] or [rng.randrange(n)]
-            return _letters(chosen)
+            return letters(chosen)
         if form == "order":
             order = list(range(n))
             rng.shuffle(order)
-            return _letters(order)
+            return letters(order)
         if form == "matching":
             targets = len(item.get("targets") or []) or n
             picks = list(range(targets))
             rng.shuffle(picks)
-            return _matching([picks[i % targets] for i in range(n)])
+            return matching([picks[i % targets] for i in range(n)])
         if form == "value":
             return str(item["options"][rng.randrange(n)])
         return LETTERS[rng.randrange(n)]
@@ -261,7 +238,7 @@ class PriorSolver:
 
     def answer(self, items: Sequence[Mapping[str, Any]], context: SolverContext) -> dict[str, str]:
         counts = Counter(self.positions) if self.positions is not None else self._published(context.composition)
-        mentioned = [x for it in items if it["form"] == "number" for x in _numbers(_text(it))]
+        mentioned = [x for it in items if it["form"] == "number" for x in numbers_in(_text(it))]
         typical = statistics.median(mentioned) if mentioned else 1.0
         out = {}
         for it in items:
@@ -271,11 +248,11 @@ class PriorSolver:
                 if guess is not None:
                     out[it["id"]] = guess(it, _rng(0, "prior", str(it.get("question_type"))))
             elif form == "number" or not n:
-                out[it["id"]] = _fmt(typical) if form == "number" else ""
+                out[it["id"]] = number_text(typical) if form == "number" else ""
             elif form in ("options", "order"):
-                out[it["id"]] = _letters(range(n))
+                out[it["id"]] = letters(range(n))
             elif form == "matching":
-                out[it["id"]] = _matching([i % max(1, len(it.get("targets") or [])) for i in range(n)])
+                out[it["id"]] = matching([i % max(1, len(it.get("targets") or [])) for i in range(n)])
             else:
                 best = max(range(n), key=lambda i: (counts.get(i, 0), -i))
                 out[it["id"]] = LETTERS[best] if form == "option" else str(it["options"][best])
@@ -329,8 +306,8 @@ class TextSolver:
         if form == "value" and not options:
             return None  # the words give no free value: it abstains
         if form == "number" or not options:
-            found = _numbers(str(item.get("question", "")))
-            return _fmt(found[0]) if found else ("1" if form == "number" else "")
+            found = numbers_in(str(item.get("question", "")))
+            return number_text(found[0]) if found else ("1" if form == "number" else "")
 
         def pref(i: int) -> tuple[int, int, int]:
             words = set(_WORD.findall(options[i].lower()))
@@ -339,19 +316,19 @@ class TextSolver:
         ranked = sorted(range(len(options)), key=pref, reverse=True)
         if form == "options":
             sharing = [i for i in range(len(options)) if pref(i)[0] > 0]
-            return _letters(sharing or ranked[:1])
+            return letters(sharing or ranked[:1])
         if form == "order":
-            return _letters(ranked)
+            return letters(ranked)
         if form == "matching":
             targets = [str(t) for t in item.get("targets") or []]
             if not targets:
-                return _matching(range(len(options)))
+                return matching(range(len(options)))
             out = []
             for o in options:
                 words = set(_WORD.findall(o.lower()))
                 out.append(max(range(len(targets)), key=lambda j: (len(words & set(_WORD.findall(targets[j].lower()))),
                                                                    -j)))
-            return _matching(out)
+            return matching(out)
         return LETTERS[ranked[0]] if form == "option" else options[ranked[0]]
 
 
@@ -363,55 +340,6 @@ def _make_text(arg: str | None) -> Solver:
 
 
 # -- evidence reading, simulated from the key ---------------------------------------------------
-
-
-def gold_response(key: Mapping[str, Any], form: str) -> str:
-    """A response the key marks correct, in the form the response format asks for."""
-    if form == "number" and key.get("answer_value") is not None:
-        return _fmt(float(key["answer_value"]))
-    if form in ("options", "order") and key.get("answer_indices") is not None:
-        return _letters(key["answer_indices"])
-    if form == "matching" and key.get("answer_indices") is not None:
-        return _matching(key["answer_indices"])
-    if form == "option" and key.get("answer_index") is not None:
-        return LETTERS[int(key["answer_index"])]
-    return str(key.get("answer", ""))
-
-
-def wrong_responses(key: Mapping[str, Any], form: str, rng: random.Random) -> list[str]:
-    """Responses meant to be wrong, in a seeded order (the scorer decides which are)."""
-    options = list(key.get("options") or [])
-    n = len(options)
-    out: list[str] = []
-    if form == "number" and key.get("answer_value") is not None:
-        v = float(key["answer_value"])
-        scoring = key.get("scoring") or {}
-        tol = max(float(scoring.get("abs_tol", 0) or 0), float(scoring.get("rel_tol", 0) or 0) * abs(v))
-        step = max(1.0, math.ceil(2 * tol + 1))
-        out = [_fmt(v + step), _fmt(v - step), _fmt(v * 3 + 50)]
-        rng.shuffle(out)
-    elif form == "option" and n:
-        out = [LETTERS[i] for i in range(n) if i != key.get("answer_index")]
-        rng.shuffle(out)
-    elif form in ("options", "order", "matching") and n:
-        truth = list(key.get("answer_indices") or [])
-        if form == "options":
-            subsets = [list(c) for r in range(1, n + 1) for c in itertools.combinations(range(n), r)]
-            rng.shuffle(subsets)
-            out = [_letters(s) for s in subsets[:24] if set(s) != set(truth)]
-        elif form == "order":
-            orders = [list(p) for p in itertools.islice(itertools.permutations(range(n)), 120)]
-            rng.shuffle(orders)
-            out = [_letters(p) for p in orders[:24] if p != truth]
-        else:
-            targets = len(key.get("targets") or []) or n
-            shifts = [[(j + s) % targets for j in truth] for s in range(1, targets)]
-            rng.shuffle(shifts)
-            out = [_matching(s) for s in shifts]
-    else:
-        out = [str(o) for o in options if str(o) != str(key.get("answer"))]
-        rng.shuffle(out)
-    return out + ["(no answer)"]
 
 
 def _rates(arg: str | None) -> tuple[float, dict[str, float]]:

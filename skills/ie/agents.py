@@ -30,7 +30,7 @@ from forge_resources.household.catalog import flags, type_from_id
 from forge_resources.household.protocol import Action, Observation
 from forge_skills.ie.episodes import STOP, Episode, Unreadable
 from forge_skills.ie.spec import TaskSpec
-from forge_skills.ie.trajectory_eqa import LETTERS, answer_from_log
+from forge_skills.ie.trajectory_answers import LETTERS, answer_from_log
 
 AGENT_VERSION = 1  # part of every agent key: a change to an agent's behaviour runs its episodes again
 FORMS = "reference, random[:SEED], greedy, BASE_URL@MODEL (an OpenAI-compatible endpoint) or @FILE.yaml (a model role)"

@@ -203,7 +203,8 @@ def evaluate_task(task: Any, state: dict[str, Any], spec: Any, *, client: Any = 
                   scorer: ModuleType | None = None, max_steps: int | None = None) -> tuple[dict[str, Any], Any]:
     """Run one task's episode and its trajectory EQA: (the evaluation record, the Episode)."""
     from forge_skills.ie.episodes import run_episode
-    from forge_skills.ie.trajectory_eqa import questions_for, score, visible
+    from forge_skills.ie.trajectory_eqa import questions_for
+    from forge_skills.ie.trajectory_answers import score, visible
 
     agent = spec.create(task, client)
     world = getattr(task, "environment", "household")

@@ -129,7 +129,7 @@ def _truth(query: dict[str, Any], episode: Episode) -> Any:
 
 
 def answer_from_log(questions: list[dict[str, Any]], episode: Episode) -> list[str]:
-    from forge_skills.ie.trajectory_eqa import response
+    from forge_skills.ie.trajectory_answers import response
 
     return [response(q, _truth(q["query"], episode)) for q in questions]
 

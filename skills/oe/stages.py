@@ -17,29 +17,28 @@ from collections import ChainMap
 from pathlib import Path
 from typing import Any
 
-from forge_skills.oe.types import OEItem, Template
+from forge_skills.oe.types import Template
 from forge.errors import ContractError, DefinitionError
 from forge.executor import NodeResult, WorkflowNode
 from forge.models.config import ModelRoles
 from forge.models.roles import RoleContext
 from forge.stagegraph import BuildState, Route, Step, WorkflowRunner
 from forge.tracks import BuildContext
-from forge_skills.oe.roles import judge, panel_blind_and_full, verify_grey_batch
+from forge_skills.oe.roles import judge, verify_grey_batch
 from forge_skills.package.assess_step import assess_package, model_panel
 from forge_skills.package.build_record import blind_margins, repairs_by_cause
-from forge_skills.verify.gates import GATE_C1, BindingSummary, StoreMemo, allocate, allocate_by_source, binding_determinants, blind_evaluation, expected_yield, grey_batches, judge_grey_batch, screen_invalid, source_quotas, split_targets
-from forge_skills.verify.dependence_gates import GATE_DEP, GATE_DUP, independent, independent_items, near_duplicates
-from forge_skills.verify.balance_gate import GATE_BAL, balance_answers
+from forge_skills.verify.gates import BindingSummary, StoreMemo, allocate, allocate_by_source, binding_determinants, grey_batches, judge_grey_batch
+from forge_skills.verify.dependence_gates import independent
+from forge_skills.oe.topups import HEADROOM, TopUps
+from forge_skills.oe.screening import Screening
+from forge_skills.oe.build_queries import BuildQueries
 
 
-# Synthesis realizes this much more than the targets ask, to absorb rejections at the gates.
-HEADROOM = 1.15
-MAX_TOPUPS = 4
 MAX_REFILLS = 2  # realize rounds after S5 screening, per build
 REFILL_SPARE = 10  # a refill realizes at least this many more than the shortfall
 
 
-class StageRunner(WorkflowRunner):
+class StageRunner(BuildQueries, Screening, TopUps, WorkflowRunner):
     """The OE track's handlers, gates and routes over its workflow graph."""
 
     steps = (Step("verify", "S5", "verification (gates B1, DUP, DEP, BAL, C1)", after="realize"),
@@ -325,32 +324,6 @@ class StageRunner(WorkflowRunner):
     def _blueprint(self):
         return self.executor.load(self.results["blueprint"].verified[0])
 
-    def _growable(self, state: BuildState) -> dict[str, int]:
-        """Units per source that may grow: not when the source decides its own count (a folder)
-        or the intent gives it, nor after MAX_TOPUPS top-ups."""
-        if state.get("topups", 0) >= MAX_TOPUPS:
-            return {}
-        bp = self._blueprint()
-        return {i: n for i, n in state["units"].items()
-                if not bp.sources[int(i)].get(self.scales[int(i)]["field"] + "_given")}
-
-    def _extra_units(self, binding_ids: list[str], state: BuildState) -> dict[str, int]:
-        """More units per source when some capability has fewer bindings than its target needs."""
-        growable = self._growable(state)
-        if not growable:
-            return {}
-        bp = self._blueprint()
-        have = expected_yield(self._binding_summaries(binding_ids))
-        ratios = [have.get(c, 0) / (t * HEADROOM) for c, t in bp.capability_targets.items() if t > 0]
-        worst = min(ratios, default=1.0)
-        if worst >= 1.0:
-            return {}
-        if worst <= 0.0:
-            return {}  # no unit yields this capability at all; more of them will not help
-        # The bindings are counted, so the gap is known before any item is made: grow by it with a
-        # margin, not by a fixed share (a quarter more for a 3% gap rendered 160 scenes to need 25).
-        return {i: max(math.ceil(u / 20), min(u, math.ceil(u * (1.0 / worst - 1.0) * 1.25)))
-                for i, u in growable.items()}
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -380,78 +353,6 @@ class StageRunner(WorkflowRunner):
             self.progress.stage(f"   {update['notes'][0]}")
         return update
 
-    def _shortfall_text(self) -> str:
-        """The capabilities still short after the gates, as accepted/target."""
-        bp = self._blueprint()
-        have = self._accepted_per_capability(self.item_stats.get("accepted", []))
-        return ", ".join(f"{c} {have.get(c, 0)}/{t}" for c, t in sorted(bp.capability_targets.items())
-                         if have.get(c, 0) < t * (1 - bp.composition_tolerance))
-
-    def _units_for_shortfall(self, state: BuildState) -> dict[str, int]:
-        """More source units when, after every gate and refill, a capability is still short and
-        each unit has been seen to yield some of it (yield per unit measured on this build). With
-        items set per source, each source is measured against its own share."""
-        growable = self._growable(state)
-        if not growable:
-            return {}
-        bp = self._blueprint()
-        accepted = self.item_stats.get("accepted", [])
-        quotas = source_quotas(bp)
-        kind_of = self._evidence_sources(state)
-        if quotas is None:
-            if len(self.source_kinds) == 1:
-                return self._grow(growable, self._accepted_per_capability(accepted), bp.capability_targets,
-                                  bp.composition_tolerance)
-            return self._grow_shared(growable, accepted, kind_of, bp)
-        out: dict[str, int] = {}
-        for kind, targets in split_targets(bp.capability_targets, quotas).items():
-            index = str(self.source_kinds.index(kind))
-            if index not in growable:
-                continue
-            own = [i for i in accepted if kind_of.get(self.executor.load(i).evidence) == kind]
-            out.update(self._grow({index: growable[index]}, self._accepted_per_capability(own), targets,
-                                  bp.composition_tolerance))
-        return out
-
-    def _grow_shared(self, growable: dict[str, int], accepted: list[str], kind_of: dict[str, str],
-                     bp: Any) -> dict[str, int]:
-        """Sources sharing the items: each growable source grows by what it has been seen to
-        yield of the capabilities still short overall (a capability only other sources show
-        never grows it)."""
-        have = self._accepted_per_capability(accepted)
-        short = {c: t - have.get(c, 0) for c, t in bp.capability_targets.items()
-                 if t > 0 and have.get(c, 0) < t * (1 - bp.composition_tolerance)}
-        out: dict[str, int] = {}
-        for index, units in growable.items():
-            kind = self.source_kinds[int(index)]
-            own = self._accepted_per_capability([i for i in accepted
-                                                 if kind_of.get(self.executor.load(i).evidence) == kind])
-            needs = [gap / own[c] for c, gap in short.items() if own.get(c, 0) > 0]
-            if needs:
-                out[index] = max(math.ceil(units / 4), min(3 * units, math.ceil(units * max(needs) * 1.2)))
-        return out
-
-    def _accepted_per_capability(self, ids: list[str]) -> dict[str, int]:
-        have: dict[str, int] = {}
-        for iid in ids:
-            cap = self.executor.load(iid).capability
-            have[cap] = have.get(cap, 0) + 1
-        return have
-
-    @staticmethod
-    def _grow(growable: dict[str, int], have: dict[str, int], targets: dict[str, int], tol: float) -> dict[str, int]:
-        # Capabilities no unit has yielded yet are left out: more units would not help them, and
-        # they must not stop the others from growing.
-        ratios = [have[c] / t for c, t in targets.items() if t > 0 and 0 < have.get(c, 0) < t * (1 - tol)]
-        if not ratios:
-            return {}
-        return {i: max(math.ceil(u / 4), min(3 * u, math.ceil(u * (1.0 / min(ratios) - 1.0) * 1.2)))
-                for i, u in growable.items()}
-
-    def _evidence_sources(self, state: BuildState) -> dict[str, str]:
-        """Evidence id -> the kind of the source it was structured from."""
-        return {ev: self.source_kinds[int(i)] for i, own in (state.get("source_ids") or {}).items()
-                for ev in own.get("EvidenceRecord", [])}
 
     def route_after_verify(self, state: BuildState) -> str | None:
         if self.repair is not None and self.repair.rounds <= self.repair.settings.budget and self._pending_failures():
@@ -464,69 +365,6 @@ class StageRunner(WorkflowRunner):
             have[it.capability] = have.get(it.capability, 0) + 1
         return sum(max(0, t - have.get(c, 0)) for c, t in self._blueprint().capability_targets.items())
 
-    def _screen(self, pool: list[str]) -> dict[str, Any]:
-        """Accepted items of the pool after every S5 gate (also recorded in ``item_stats``)."""
-        if self.ablate == "final-stage-only" and not self._final_checked:
-            pool = self._final_stage_contracts(pool)
-        self.executor.preload(pool)
-        items = {i: self.executor.load(i) for i in pool}
-        rejected_ids = [a for a in self._rejected_in_build("OEItem") if a not in self._replaced]
-        self.executor.preload(rejected_ids)
-        failed = self._failed_requirements(rejected_ids)
-        rejected = {i: (self.executor.load(i).template, failed.get(i, [])) for i in rejected_ids}
-        self.log.forget((GATE_DUP, GATE_DEP, GATE_BAL, GATE_C1))
-        passed_b1 = screen_invalid(self.log, items, rejected)
-        # Redundant items go first (near duplicates, items whose answers determine each other),
-        # so balancing and the blind test see the pool that will be released.
-        facts = self.store.fields([items[i].binding for i in passed_b1],
-                                  {"scene": "$.scene_index", "view": "$.view", "slots": "$.slots"})
-        unique = near_duplicates(self.log, {i: items[i] for i in passed_b1}, facts)
-        self.item_stats["duplicates"] = len(passed_b1) - len(unique)
-        independent = independent_items(self.log, {i: items[i] for i in unique})
-        self.item_stats["dependent"] = len(unique) - len(independent)
-        balanced = balance_answers(self.log, {i: items[i] for i in independent}, float(self.gates["blind_margin"]) / 2,
-                                   int(self.gates["min_blind_items"]))
-        self.item_stats["balance_held"] = len(independent) - len(balanced)
-        if self.ablate == "no-blind-eval":
-            accepted, self.blind_reports = balanced, {}
-        else:
-            if self._blind_memo is None:
-                self._blind_memo = StoreMemo(self.store)
-            replaced = {i: it for i in sorted(self._replaced) if isinstance(it := self.executor.load(i), OEItem)}
-            accepted, self.blind_reports = blind_evaluation(self.log, {i: items[i] for i in balanced}, self.gates,
-                                                            self._blind_memo, self._repaired_items, replaced)
-            self._blind_memo.flush()
-            accepted = self._panel(accepted, items)
-            for template, report in self.blind_reports.items():
-                if report.get("flagged"):
-                    self._blind_held[template] = sorted({*self._blind_held.get(template, ()),
-                                                         *(i for i in balanced if items[i].template == template)})
-        self.item_stats["blind_held"] = sorted(set(balanced) - set(accepted))
-        self.item_stats["accepted"] = accepted
-        return {i: items[i] for i in accepted}
-
-    def _panel(self, accepted: list[str], items: dict[str, Any]) -> list[str]:
-        """C1's model side: the panel answers a sample of each template without media (a template
-        it answers well above chance is held back, as for the blind solvers) and, for vision
-        members, with media (the full condition's gap)."""
-        from forge.registry import lookup
-
-        groups: dict[str, list[tuple[str, Any]]] = {}
-        for iid in accepted:
-            groups.setdefault(items[iid].template, []).append((iid, items[iid]))
-        flagged = panel_blind_and_full(self.models, self.store, groups, self.blind_reports, lookup("scorer", "oe"),
-                                       self.gates)
-        for template in sorted(flagged):
-            report = self.blind_reports[template]
-            member = next(n for n, r in report["panel"].items() if r.get("flagged"))
-            report.update({"flagged": True, "best_solver": member,
-                           "best_accuracy": report["panel"][member]["blind_accuracy"]})
-            report["excess"] = report["best_accuracy"] - report["chance"]
-            self.log.decide(GATE_C1, template, "Template", template, "fail", report)
-            for iid, _ in groups[template]:
-                self.log.decide(GATE_C1, iid, "OEItem", template, "fail",
-                                {"best_solver": member, "excess": round(report["excess"], 4)})
-        return [i for i in accepted if items[i].template not in flagged]
 
     def repair_round(self, state: BuildState) -> dict[str, Any]:
         """One round of diagnosis and repair; repaired items replace their priors in the pool."""
@@ -599,79 +437,6 @@ class StageRunner(WorkflowRunner):
 
     # -- repair support -------------------------------------------------------------------
 
-    def _pending_failures(self) -> dict[str, tuple[str, str]]:
-        handled = self.repair.handled if self.repair else set()
-        rows = self.store.execute(
-            "SELECT DISTINCT a.id, a.type, json_extract_string(a.content, '$.template') FROM artifacts a "
-            "JOIN build_runs b ON a.run_key = b.run_key WHERE b.build_id = ? AND a.status = 'rejected'",
-            [self.executor.build_id]).fetchall()
-        disabled = {t for t, ok in self.grey.items() if not ok}
-        todo = [aid for aid, _, template in rows if aid not in handled and template not in disabled]
-        failures: dict[str, tuple[str, str]] = {}
-        for aid, req, diag in self.store.blocking_failures(todo):
-            failures.setdefault(aid, (req, diag or ""))
-        for template, report in self.blind_reports.items():
-            if report.get("flagged"):
-                detail = (f"blind solver {report['best_solver']} scored {report['best_accuracy']:.2f} "
-                          f"against chance {report['chance']:.2f}")
-                for iid in self.item_stats.get("blind_held", []):
-                    if self.executor.load(iid).template == template and iid not in handled:
-                        failures[iid] = ("C1", detail)
-        return failures
-
-    def _verified_in_build(self) -> int:
-        return self.store.one(
-            "SELECT count(DISTINCT a.id) FROM artifacts a JOIN build_runs b ON a.run_key = b.run_key "
-            "WHERE b.build_id = ? AND a.status = 'verified'", [self.executor.build_id])[0]
-
-    def _rejected_in_build(self, type_name: str) -> list[str]:
-        rows = self.store.execute(
-            "SELECT DISTINCT a.id FROM artifacts a JOIN build_runs b ON a.run_key = b.run_key "
-            "WHERE b.build_id = ? AND a.status = 'rejected' AND a.type = ? ORDER BY a.id",
-            [self.executor.build_id, type_name]).fetchall()
-        return [r[0] for r in rows]
-
-    def _record_verifier(self, doubted: dict[str, str]) -> None:
-        """The verifier's failures as model-assisted verification records (advisory: the gate
-        decides on them; they never change a deterministic verdict)."""
-        if not doubted:
-            return
-        from forge.store import Batch, now
-
-        role = self.models.single("verifier")
-        backend = role.model if role is not None else "builtin"
-        batch = Batch()
-        ts = now()
-        for iid, why in sorted(doubted.items()):
-            batch.add("verifications", (iid, "OE-V1", "verifier", "model-assisted", "advisory", False, backend, why, ts))
-        self.store.write(batch)
-
-    def _final_stage_contracts(self, pool: list[str]) -> list[str]:
-        """Ablation 'final-stage-only': contracts run once, on the finished items only; their
-        verdicts and records are stored like any other."""
-        from forge.contracts import decide
-        from forge.recorder import verification_row
-        from forge.store import Batch, now
-
-        self._final_checked = True
-        saved, self.executor.checks_enabled = self.executor.checks_enabled, True
-        kept = []
-        batch = Batch()
-        ts = now()
-        self.executor.preload(pool)
-        for iid in pool:
-            item = self.executor.load(iid)
-            checks = self.executor.check(iid, item)
-            status = decide(checks)
-            version = self.executor.contracts.version(item.TYPE)
-            batch.verdicts[iid] = (status, version)
-            for c in checks:
-                batch.add("verifications", verification_row(c, version, ts))
-            if status == "verified":
-                kept.append(iid)
-        self.store.write(batch)
-        self.executor.checks_enabled = saved
-        return kept
 
     def _check_coverage(self, template_ids: list[str]) -> None:
         bp = self._blueprint()
@@ -687,15 +452,6 @@ class StageRunner(WorkflowRunner):
                 + "".join(f"\n  {e}" for e in failures),
                 hint="remove it from the intent, or add a template for it (intent field templates_dirs)",
             )
-
-    def _failed_requirements(self, ids: list[str]) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        if not ids:
-            return out
-        # Per artifact in requirement order (blocking_failures orders deterministic checks first).
-        for aid, req, _ in sorted(self.store.blocking_failures(ids), key=lambda r: (r[0], r[1])):
-            out.setdefault(aid, []).append(req)
-        return out
 
 
 def _more(state: BuildState) -> bool:

@@ -268,7 +268,7 @@ def _placeholders(text: str) -> frozenset[str]:
 
 def wording_problems(text: str, slots: dict[str, Any]) -> list[str]:
     """What is wrong with one realization once its slots are filled with sample names."""
-    from forge_skills.verify.checks import _HIDDEN  # what item_no_leakage refuses in visible text
+    from forge_skills.verify.item_checks import _HIDDEN
 
     try:
         filled = text.format(**_fill(slots))

@@ -406,13 +406,14 @@ class StoreMemo(dict):
 
 @lru_cache(maxsize=1)
 def blind_code_version() -> str:
-    """The solvers' and scorer's source: a report computed by other code is not reused."""
+    """The solvers', chance's and scorer's source: a report computed by other code is not reused."""
     import inspect
 
     from forge.registry import lookup
-    from forge_skills.verify import blind_solvers
+    from forge_skills.verify import blind_chance, blind_solvers
 
     scorer = inspect.getsourcefile(lookup("scorer", "oe"))
-    return digest(Path(blind_solvers.__file__).read_text(), Path(scorer).read_text() if scorer else "")
+    return digest(*(Path(m.__file__).read_text() for m in (blind_solvers, blind_chance)),
+                  Path(scorer).read_text() if scorer else "")
 
 

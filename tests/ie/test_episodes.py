@@ -23,7 +23,8 @@ from forge_skills.ie.agents import EQA_SYSTEM, parse_agent
 from forge_skills.ie.episodes import STOP, Episode, Unreadable, run_episode, states, view
 from forge_skills.ie.metrics import EpisodeOutcome, compute, summarize
 from forge_skills.ie.spec import MAX_STEPS
-from forge_skills.ie.trajectory_eqa import answer_from_log, questions_for, score, visible
+from forge_skills.ie.trajectory_eqa import questions_for
+from forge_skills.ie.trajectory_answers import answer_from_log, score, visible
 
 from .conftest import write_package
 
