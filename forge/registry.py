@@ -58,10 +58,7 @@ KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "package_evaluator": ("a package evaluator of one track (a module)", _ANY),
     "package_metrics": ("a package's metric re-check", _CALLABLE),
     "package_report": ("a package report writer", _CALLABLE),
-    "ie_world_checks": ("an interactive world's checks by name", _is(dict)),
-    "ie_world_episodes": ("an interactive world's episode runner and questions", _is(dict)),
-    "ie_world_package": ("an interactive world's package writers", _is(dict)),
-    "ie_world_reverify": ("an interactive world's task re-verifier", _CALLABLE),
+    "ie_world": ("an interactive world (forge_skills.ie.world.IEWorld)", _ANY),
     "ie_source_setup": ("an IE source's setup step", _CALLABLE),
 }
 

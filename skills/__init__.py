@@ -30,7 +30,7 @@ from forge_skills.ie import (blueprint as ie_blueprint, checks as ie_checks, pac
                              repair as ie_repair, reverify as ie_reverify, manipulation as ie_manipulation,
                              manipulation_checks as ie_manipulation_checks,
                              manipulation_episodes as ie_manipulation_episodes, evaluation as ie_evaluation, scenes as ie_scenes, synthesis as ie_synthesis,
-                             templates as ie_templates, track as ie_track)  # (the IE track)
+                             templates as ie_templates, track as ie_track, worlds as ie_worlds)  # (the IE track)
 
 for _source in BUILTIN_SOURCES:
     register("source_kind", _source.model_fields["kind"].annotation.__args__[0], _source)

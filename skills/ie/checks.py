@@ -51,19 +51,22 @@ def _env(task: IETask, ctx: CheckContext) -> HouseholdEnv:
     return env
 
 
+HOUSEHOLD_CHECKS: dict[str, Any] = {}  # the household world's version of each check (filled below)
+
+
 def per_world(name: str):
-    """Tasks of another IE world (``task.environment``) are checked by that world's own
-    version of the check, registered under ``ie_world_checks:<world>``."""
+    """A task is checked by its world's own version of the check (``IEWorld.checks``); the
+    decorated function is the household world's."""
     import functools
 
-    from forge.registry import lookup
+    from forge_skills.ie.world import world
 
     def decorate(fn):
+        HOUSEHOLD_CHECKS[name] = fn
+
         @functools.wraps(fn)
         def run(task: IETask, ctx: CheckContext, **args: Any) -> Outcome:
-            if task.environment != "household":
-                return lookup("ie_world_checks", task.environment)[name](task, ctx, **args)
-            return fn(task, ctx, **args)
+            return world(task.environment).checks[name](task, ctx, **args)
         return run
     return decorate
 
@@ -83,7 +86,7 @@ def restorable(fn):
 
 # -- B2 ---------------------------------------------------------------------------------------
 
-@check("ie_variables_resolve", consults=("ie_world_checks",))
+@check("ie_variables_resolve", consults=("ie_world",))
 @per_world("ie_variables_resolve")
 @restorable
 def variables_resolve(task: IETask, ctx: CheckContext) -> Outcome:
@@ -161,7 +164,7 @@ def instruction_complete(task: IETask, ctx: CheckContext) -> Outcome:
     return Outcome(not bad, f"placeholder instruction: {bad[0]!r}" if bad else "")
 
 
-@check("ie_instruction_matches_goal", consults=("ie_world_checks",))
+@check("ie_instruction_matches_goal", consults=("ie_world",))
 @per_world("ie_instruction_matches_goal")
 @restorable
 def instruction_matches_goal(task: IETask, ctx: CheckContext) -> Outcome:
@@ -184,7 +187,7 @@ def instruction_matches_goal(task: IETask, ctx: CheckContext) -> Outcome:
     return Outcome(True, "")
 
 
-@check("ie_names_unambiguous", consults=("ie_world_checks",))
+@check("ie_names_unambiguous", consults=("ie_world",))
 @per_world("ie_names_unambiguous")
 @restorable
 def names_unambiguous(task: IETask, ctx: CheckContext) -> Outcome:
@@ -202,7 +205,7 @@ def names_unambiguous(task: IETask, ctx: CheckContext) -> Outcome:
     return Outcome(not problems, f"task {task.task_id}: " + "; ".join(problems[:4]) if problems else "")
 
 
-@check("ie_split_consistent", consults=("ie_world_checks",))
+@check("ie_split_consistent", consults=("ie_world",))
 @per_world("ie_split_consistent")
 def split_consistent(task: IETask, ctx: CheckContext) -> Outcome:
     """The split follows from the number of subtasks and the reference plan's length."""
@@ -225,7 +228,7 @@ def _run(env: HouseholdEnv, verifier: Verifier, steps: list[dict[str, Any]]) -> 
     return True, after, ""
 
 
-@check("ie_reference_completes", consults=("ie_world_checks",))
+@check("ie_reference_completes", consults=("ie_world",))
 @per_world("ie_reference_completes")
 @restorable
 def reference_completes(task: IETask, ctx: CheckContext) -> Outcome:
@@ -250,7 +253,7 @@ def reference_completes(task: IETask, ctx: CheckContext) -> Outcome:
     return Outcome(True, "")
 
 
-@check("ie_controls_fail", consults=("ie_world_checks",))
+@check("ie_controls_fail", consults=("ie_world",))
 @per_world("ie_controls_fail")
 @restorable
 def controls_fail(task: IETask, ctx: CheckContext) -> Outcome:
@@ -310,7 +313,7 @@ def _swap_receptacle(env: HouseholdEnv, steps: list[dict[str, Any]], targets: se
 
 # -- D2 ---------------------------------------------------------------------------------------
 
-@check("ie_state_restores", consults=("ie_world_checks",))
+@check("ie_state_restores", consults=("ie_world",))
 @per_world("ie_state_restores")
 def state_restores(task: IETask, ctx: CheckContext) -> Outcome:
     """Restoring the stored initial state gives it back exactly, also after the reference

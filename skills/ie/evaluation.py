@@ -202,22 +202,14 @@ def write(store: Store, rows: Sequence[tuple]) -> None:
 def evaluate_task(task: Any, state: dict[str, Any], spec: Any, *, client: Any = None,
                   scorer: ModuleType | None = None, max_steps: int | None = None) -> tuple[dict[str, Any], Any]:
     """Run one task's episode and its trajectory EQA: (the evaluation record, the Episode)."""
-    from forge_skills.ie.episodes import run_episode
-    from forge_skills.ie.trajectory_eqa import questions_for
     from forge_skills.ie.trajectory_answers import score, visible
+    from forge_skills.ie.world import default_environment, world
 
     agent = spec.create(task, client)
-    world = getattr(task, "environment", "household")
-    if world == "household":
-        episode = run_episode(task, state, agent, max_steps=max_steps)
-        questions = questions_for(task, episode)
-    else:  # another IE world runs its own episodes and asks its own trajectory questions
-        from forge.registry import lookup
-
-        runs = lookup("ie_world_episodes", world)
-        vision = bool(getattr(getattr(spec, "role", None), "vision", False))
-        episode = runs["run"](task, state, agent, max_steps=max_steps, image=vision)
-        questions = runs["questions"](task, episode)
+    runs = world(getattr(task, "environment", default_environment()))
+    vision = bool(getattr(getattr(spec, "role", None), "vision", False))
+    episode = runs.run_episode(task, state, agent, max_steps=max_steps, image=vision)
+    questions = runs.questions(task, episode)
     agent.last_reply = None
     responses = list(agent.answer([visible(q) for q in questions], episode))
     responses += [""] * (len(questions) - len(responses))

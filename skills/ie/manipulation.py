@@ -402,7 +402,7 @@ def _package_files() -> dict[str, bytes]:
     return {"outcomes.py": Path(outcomes.__file__).read_bytes()}
 
 
-register("ie_world_package", ENVIRONMENT, {
+PACKAGE = {
     "files": _package_files, "scenes": "seeded robosuite scenes", "kind": "manipulation",
     "licence": {"source": "robosuite's environments, models and assets (MIT)", "terms": {"redistribute": True}},
     "episodes": ("Each task's budget (high-level steps, control steps at 20 Hz and simulated seconds) is three times "
@@ -412,7 +412,7 @@ register("ie_world_package", ENVIRONMENT, {
     "check": ["The verifier (`answers/<task>.json`, field `verifier.goal`) is a physical outcome on MuJoCo body "
               "names with tolerances; `{mod}/outcomes.py` evaluates it with `holds(goal, scene)` on a restored "
               "simulator state (forge's `ManipulationEnv` restores `states/<task>.json` exactly)."],
-})
+}
 
 
 def reverify_task(answer: dict[str, Any], state: dict[str, Any]) -> str | None:
@@ -436,5 +436,3 @@ def reverify_task(answer: dict[str, Any], state: dict[str, Any]) -> str | None:
         return f"a strict prefix of {after.index(True) + 1} steps already meets the goal"
     return None if after and after[-1] else "the reference plan ends without meeting the goal"
 
-
-register("ie_world_reverify", ENVIRONMENT, reverify_task)

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from forge.contracts import CheckContext, Outcome
-from forge.registry import register
 from forge_skills.ie.checks import indexed, instruction_texts
 from forge_skills.ie.manipulation import STEPS_PER_SUBGOAL, execute, subgoals_of
 from forge_skills.ie.types import IETask
@@ -184,10 +183,10 @@ def _leaves_restore_to_d2(fn):
     return run
 
 
-register("ie_world_checks", "robosuite", {
+ROBOSUITE_CHECKS = {
     "ie_variables_resolve": _leaves_restore_to_d2(variables_resolve),
     "ie_instruction_matches_goal": _leaves_restore_to_d2(instruction_matches_goal),
     "ie_names_unambiguous": _leaves_restore_to_d2(names_unambiguous),
     "ie_split_consistent": split_consistent, "ie_reference_completes": _leaves_restore_to_d2(reference_completes),
     "ie_controls_fail": _leaves_restore_to_d2(controls_fail), "ie_state_restores": state_restores,
-})
+}

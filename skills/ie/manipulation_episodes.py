@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from forge.registry import register
 from forge_resources.household.protocol import Action
 from forge_skills.ie.episodes import STOP, STOP_NAMES, Episode, Step, Unreadable, _refused
 
@@ -133,6 +132,3 @@ def answer_from_log(questions: list[dict[str, Any]], episode: Episode) -> list[s
 
     return [response(q, _truth(q["query"], episode)) for q in questions]
 
-
-register("ie_world_episodes", "robosuite", {"run": run_manipulation_episode, "questions": questions_for,
-                                            "answer_from_log": answer_from_log})

@@ -29,6 +29,7 @@ from forge.artifact_types import Package
 from forge.keys import digest
 from forge.skills import SkillContext, skill
 from forge_skills.ie.types import IEBlueprint, IETask
+from forge_skills.ie.world import world as world_of
 
 VISIBLE = ("task_id", "scene", "scene_type", "split", "instruction", "action_interface", "max_steps")
 HIDDEN = ("task_type", "difficulty", "goal", "verifier", "reference_plan", "subtasks", "budget_steps")
@@ -39,8 +40,8 @@ class IEPackageParams(BaseModel):
     admission: dict[str, Any] | None = Field(None, description="states and bindings tried and admitted, and why not")
 
 
-# Another world lays out its own part of the package (``ie_world_package:<world>``).
-@skill("ie.package", stage="S5", params=IEPackageParams, consults=("ie_world_package",))
+# Each world lays out its own part of the package (``IEWorld.package``).
+@skill("ie.package", stage="S5", params=IEPackageParams, consults=("ie_world",))
 def ie_package(ctx: SkillContext, blueprint: IEBlueprint, tasks: list[IETask]) -> list[Package]:
     """The composition's tasks with their states, hidden answers and a standalone verifier."""
     ids = ctx.input_ids["tasks"]
@@ -50,8 +51,7 @@ def ie_package(ctx: SkillContext, blueprint: IEBlueprint, tasks: list[IETask]) -
     rows = []
     for _, task in selected:
         visible = {k: getattr(task, k) for k in VISIBLE}
-        if task.environment != "household":  # which simulator runs it, and its limits beyond steps
-            visible.update({"environment": task.environment, "budget": task.budget})
+        visible.update({k: getattr(task, k) for k in world_of(task.environment).shows})
         rows.append(visible)
         files[f"tasks/{task.task_id}.json"] = ctx.put_blob(_json(visible))
         files[f"answers/{task.task_id}.json"] = ctx.put_blob(_json({"task_id": task.task_id,
@@ -153,12 +153,11 @@ HOUSEHOLD = {
 def _world(environments: set[str]) -> dict[str, Any]:
     """What a package of this IE world ships beside its tasks (its verifier, licence, README lines)."""
     from forge.errors import ContractError
-    from forge.registry import lookup
 
     if len(environments) != 1:
         raise ContractError(f"one package holds tasks of one IE world; these tasks run in {sorted(environments)}")
     (name,) = environments
-    return HOUSEHOLD if name == "household" else lookup("ie_world_package", name)
+    return world_of(name).package
 
 
 def _readme(blueprint: IEBlueprint, composition: dict[str, Any], mod: str, checks: dict[str, Any] | None,

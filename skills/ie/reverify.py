@@ -50,11 +50,14 @@ def task_problem(package: Path, tid: str) -> str | None:
         return f"the visible task shows hidden fields {leaked}"
     answer = json.loads((package / "answers" / f"{tid}.json").read_text())
     state = json.loads((package / "states" / f"{tid}.json").read_text())
-    world = visible.get("environment", "household")
-    if world != "household":  # another IE world re-runs its own tasks
-        from forge.registry import lookup
+    from forge_skills.ie.world import default_environment, world
 
-        return lookup("ie_world_reverify", world)(answer, state)
+    return world(visible.get("environment", default_environment())).reverify(answer, state)
+
+
+def household_task_problem(answer: dict[str, Any], state: dict[str, Any]) -> str | None:
+    """A household task re-run from its files: the state restores exactly, the goal does not hold
+    at the start, the reference plan runs valid and reaches it, no strict prefix does."""
     env = HouseholdEnv()
     env.set_state(state)
     if env.get_state() != state:

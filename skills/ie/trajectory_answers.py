@@ -160,11 +160,14 @@ def response(question: dict[str, Any], value: Any) -> str:
 
 
 def answer_from_log(questions: Iterable[dict[str, Any]], episode: Episode) -> list[str]:
-    """The right response to each question, read from the episode's logged states."""
-    if episode.environment != "household":
-        from forge.registry import lookup
+    """The right response to each question, read from the episode's logged states (by its world)."""
+    from forge_skills.ie.world import world
 
-        return lookup("ie_world_episodes", episode.environment)["answer_from_log"](list(questions), episode)
+    return world(episode.environment).answer_from_log(list(questions), episode)
+
+
+def household_answer_from_log(questions: list[dict[str, Any]], episode: Episode) -> list[str]:
+    """A household episode's answers, from its logged object states."""
     tr = Trajectory(episode)
     return [response(q, truth(q["query"], tr)) for q in questions]
 

@@ -123,7 +123,7 @@ def test_reference_agent_succeeds_everywhere_and_random_rarely(manip):
 
 
 def test_gates_catch_a_short_or_misdirected_reference(manip):
-    checks = lookup("ie_world_checks", "robosuite")
+    checks = lookup("ie_world", "robosuite").checks
     with Store(manip["store"], read_only=True) as store:
         task_id = _a_task(store)
         task = IETask.model_validate(json.loads(store.execute("SELECT content FROM artifacts WHERE id = ?",
