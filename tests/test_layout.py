@@ -15,7 +15,7 @@ PRIVATE = {"_ids_query"}
 
 def test_no_module_outside_the_store_calls_its_private_queries():
     offenders = []
-    for folder in ("forge", "skills", "resources", "benchmarks", "tests"):
+    for folder in ("forge", "forge_skills", "forge_resources", "benchmarks", "tests"):
         for path in (ROOT / folder).rglob("*.py"):
             if path == ROOT / "forge" / "store.py":
                 continue
@@ -25,7 +25,7 @@ def test_no_module_outside_the_store_calls_its_private_queries():
     assert not offenders, offenders
 
 
-PACKAGES = {"forge": "forge", "forge_skills": "skills", "forge_resources": "resources"}
+PACKAGES = {"forge": "forge", "forge_skills": "forge_skills", "forge_resources": "forge_resources"}
 PLUGINS = {"forge_skills", "forge_resources", "forge_contracts", "forge_templates"}
 
 
@@ -76,7 +76,7 @@ def test_no_import_cycles():
 def _plugin_gate_codes() -> set[str]:
     """Every gate code the plugins declare (``GateId("C1")``)."""
     codes = set()
-    for folder in ("skills", "resources"):
+    for folder in ("forge_skills", "forge_resources"):
         for path in (ROOT / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
                 if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "GateId"

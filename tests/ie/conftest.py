@@ -113,7 +113,7 @@ def tasks() -> tuple[tuple[TaskSpec, dict], ...]:
 
 
 def write_package(folder, pairs, name: str = "ie-test", version: str = "0.1.0"):
-    """An IE package as ``forge eval --agent`` reads it (see skills/ie/evaluation.py):
+    """An IE package as ``forge eval --agent`` reads it (see forge_skills/ie/evaluation.py):
     visible task fields in tasks/, the hidden rest in answers/, initial states in states/."""
     import json
     from pathlib import Path

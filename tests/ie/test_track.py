@@ -185,7 +185,7 @@ def test_planted_defects_are_repaired_by_their_operator_and_pass_the_gates_again
 
 def test_editing_one_task_template_rebuilds_only_its_tasks(tmp_path):
     mine = tmp_path / "mine"
-    shutil.copytree(ROOT / "templates" / "household", mine)
+    shutil.copytree(ROOT / "forge_templates" / "household", mine)
     intent = _intent(tmp_path, tasks=16, templates_dirs=[str(mine)])
     first = _build(intent, tmp_path)
     edited = mine / "put_in_receptacle.yaml"

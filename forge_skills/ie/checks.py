@@ -1,4 +1,4 @@
-"""The IE gates as contract requirements on every task (``contracts/ie_task.yaml``):
+"""The IE gates as contract requirements on every task (``forge_contracts/ie_task.yaml``):
 
 - B2 validity (deterministic): every object, state, action and goal variable resolves in the
   initial state; the instruction names exactly the goal's objects (normalized subgoal sets match)

@@ -1,5 +1,5 @@
 """Contract predicates for the built-in artifact types (registered by name, used in
-``contracts/*.yaml``). Each returns pass/fail with a diagnostic; the engine decides."""
+``forge_contracts/*.yaml``). Each returns pass/fail with a diagnostic; the engine decides."""
 
 from __future__ import annotations
 
