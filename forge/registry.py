@@ -58,6 +58,8 @@ KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "package_evaluator": ("a package evaluator of one track (a module)", _ANY),
     "package_metrics": ("a package's metric re-check", _CALLABLE),
     "package_report": ("a package report writer", _CALLABLE),
+    "episode_panel": ("gate E's agent panel for packages of tasks (episode_responses, episode_metrics)",
+                      _is(ModuleType)),
     "ie_world": ("an interactive world (forge_skills.ie.world.IEWorld)", _ANY),
     "ie_source_setup": ("an IE source's setup step", _CALLABLE),
 }

@@ -13,12 +13,14 @@ import os
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import yaml
 
-from forge_skills.oe.types import CameraSpec, ObjectSpec, ObjectState, SceneSpec
+if TYPE_CHECKING:  # the scene description the OE skills hand the simulator
+    from forge_skills.oe.types import CameraSpec, ObjectSpec, SceneSpec
+
 
 SETTLE_STEPS = 150
 TRAY_RIM = 0.15  # the outer share of a tray's width, per side, where an object sits on the rim
@@ -151,7 +153,8 @@ class SceneSimulator:
             p.changeVisualShape(body, link, rgbaColor=obj.rgba, physicsClientId=c, **texture)
         return body
 
-    def read_state(self, spec: SceneSpec) -> list[ObjectState]:
+    def read_state(self, spec: SceneSpec) -> list[dict[str, Any]]:
+        """Each object's settled state, as the fields of an ``ObjectState``."""
         p, c = self.p, self.client
         names = {uid: name for name, uid in self.bodies.items()} | self.statics
         out = []
@@ -162,12 +165,11 @@ class SceneSimulator:
             # The angle between the up axis's line and the vertical: a block on either end stands.
             up = np.array(p.getMatrixFromQuaternion(orn)).reshape(3, 3) @ np.array(obj.up_axis, dtype=float)
             tilt = math.degrees(math.acos(min(1.0, abs(float(up[2])))))
-            out.append(ObjectState(name=obj.name, category=obj.category, color=obj.color, body=body,
-                                   position=[round(v, 6) for v in pos], orientation=[round(v, 6) for v in orn],
-                                   aabb_min=[round(v, 6) for v in lo], aabb_max=[round(v, 6) for v in hi],
-                                   support=self._inside_tray(self._support(body, (lo[2] + hi[2]) / 2, names),
-                                                             lo, hi, spec),
-                                   tilt_deg=round(tilt, 3), up_axis=list(obj.up_axis)))
+            out.append(dict(name=obj.name, category=obj.category, color=obj.color, body=body,
+                            position=[round(v, 6) for v in pos], orientation=[round(v, 6) for v in orn],
+                            aabb_min=[round(v, 6) for v in lo], aabb_max=[round(v, 6) for v in hi],
+                            support=self._inside_tray(self._support(body, (lo[2] + hi[2]) / 2, names), lo, hi, spec),
+                            tilt_deg=round(tilt, 3), up_axis=list(obj.up_axis)))
         return out
 
     def _inside_tray(self, support: str | None, lo, hi, spec: SceneSpec) -> str | None:

@@ -23,14 +23,16 @@ from forge_skills.collect import ground, images, render, robosuite_demos, robosu
 from forge_skills.structure import appearance, scene_evidence  # noqa: E402,F401  (S3 skills)
 from forge_skills.synthesize import blueprint, rules_manipulation, rules_image, rules_program, rules_scene, synthesis, templates  # noqa: E402,F401
 from forge_skills.verify import checks, item_checks, reverify, reverify_manipulation  # noqa: E402,F401  (contract predicates, re-verification)
-from forge_skills.package import assessment, oe_package, report_check, report_page, scorer  # noqa: E402,F401
+from forge_skills.package import assessment, oe_package, package_checks, report_check, report_page  # noqa: E402,F401
+from forge_skills.scoring import scorer  # noqa: E402  (the OE item scorer)
 from forge_skills.repair import fault_mutators, operators  # noqa: E402,F401  (repair operators, planted faults)
 from forge_skills.oe import track, vocabulary  # noqa: E402,F401  (the OE track; capabilities, question types)
 from forge_skills.ie import (blueprint as ie_blueprint, checks as ie_checks, package as ie_package,  # noqa: E402,F401
                              repair as ie_repair, reverify as ie_reverify, manipulation as ie_manipulation,
                              manipulation_checks as ie_manipulation_checks,
                              manipulation_episodes as ie_manipulation_episodes, evaluation as ie_evaluation, scenes as ie_scenes, synthesis as ie_synthesis,
-                             templates as ie_templates, track as ie_track, worlds as ie_worlds)  # (the IE track)
+                             templates as ie_templates, track as ie_track, worlds as ie_worlds,
+                             episode_panel as ie_episode_panel)  # (the IE track)
 
 for _source in BUILTIN_SOURCES:
     register("source_kind", _source.model_fields["kind"].annotation.__args__[0], _source)
@@ -45,6 +47,7 @@ register("template_catalogue", "builtin", templates.template_catalogue)
 register("reverifier", "oe", reverify.reverify_package)
 register("reverifier", "ie", ie_reverify.reverify_ie_package)
 register("package_evaluator", "ie", ie_evaluation)
+register("episode_panel", "builtin", ie_episode_panel)
 register("package_metrics", "report", report_check.recheck)
 register("package_report", "html", report_page.package_report)
 register("contract_dir", "builtin", Path(str(importlib.resources.files("forge_contracts"))))

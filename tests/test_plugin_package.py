@@ -361,7 +361,7 @@ def test_forge_reverify_rederives_the_payload_and_catches_a_moved_region(points_
 def test_numbered_points_a_rule_draws_are_on_the_image(points_build):
     from PIL import Image
 
-    from forge_skills.package.media import MARKER_COLOR
+    from forge_skills.synthesize.media import MARKER_COLOR
 
     pkg, items = points_build["package"], points_build["items"]
     chosen = [k for k in points_build["keys"] if k["question_type"] == "marked_point_choice"]

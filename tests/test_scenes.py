@@ -232,7 +232,7 @@ def test_an_object_on_a_tray_rim_is_not_in_the_tray():
                          cameras=[CameraSpec(index=0, eye=[3, 0.5, 1.0], target=[1, 0.5, 0], fov=60.0, width=64, height=48)],
                          layout="room", bodies=[tray], support_height=0.0)
         sim.reset_to_scene(spec)
-        support = {o.name: o.support for o in sim.read_state(spec)}
+        support = {o["name"]: o["support"] for o in sim.read_state(spec)}
     assert support["red cube"] == "tray 1"
     assert support["blue mug"] == "unclear", support
 
@@ -373,5 +373,5 @@ def test_two_objects_set_into_one_tabletop_tray_both_rest_in_it(pair):
                      layout="tabletop", bodies=bodies, support_height=TABLE_TOP_Z)
     with SceneSimulator() as sim:
         sim.reset_to_scene(spec)
-        support = {o.name: o.support for o in sim.read_state(spec)}
+        support = {o["name"]: o["support"] for o in sim.read_state(spec)}
     assert support == {f"red {pair[0]}": "tray 1", f"blue {pair[1]}": "tray 1"}, support

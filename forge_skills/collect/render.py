@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from forge_skills.oe.types import SceneSpec, SourceRecord, ViewRecord
+from forge_skills.oe.types import ObjectState, SceneSpec, SourceRecord, ViewRecord
 from forge.skills import SkillContext, skill
 from forge_resources.pybullet_sim import FLOOR, SceneSimulator, forward_vector, intrinsics
 
@@ -16,7 +16,7 @@ def render_scene(ctx: SkillContext, scene: SceneSpec) -> list[SourceRecord]:
     views, arrays = [], {}
     sim = ctx.held("pybullet.scene_simulator", SceneSimulator)
     sim.reset_to_scene(scene)
-    objects = sim.read_state(scene)
+    objects = [ObjectState(**o) for o in sim.read_state(scene)]
     statics = {uid: name for uid, name in sim.statics.items() if name != FLOOR}
     names = {uid: name for name, uid in sim.bodies.items()}
     for cam in scene.cameras:

@@ -10,8 +10,8 @@ from typing import Any
 
 from forge_resources.household.catalog import flags
 from forge_skills.ie.episodes import Episode, held_sequence, states
-from forge_skills.package.scorer import parse as parse_response
-from forge_skills.package.scorer import score_item
+from forge_skills.scoring.scorer import parse as parse_response
+from forge_skills.scoring.scorer import score_item
 
 LETTERS = string.ascii_uppercase
 

@@ -22,6 +22,8 @@ from forge.skills import SkillContext, skill
 from forge_skills.verify.gates import source_quotas, split_targets
 from forge_skills.synthesize.marker_place import marked_answer_place
 from forge_skills.synthesize.difficulty import BANDS, band_quotas, mix_report, steered, template_quotas
+from forge_skills.scoring import scorer
+from forge_skills.synthesize import media
 
 
 def module_name(package_name: str) -> str:
@@ -85,11 +87,11 @@ def oe_package(ctx: SkillContext, blueprint: Blueprint, items: list[OEItem]) -> 
     files["answers.jsonl"] = ctx.put_blob(_jsonl(answer_rows))
     files["composition.json"] = ctx.put_blob(_json(composition))
     files[f"{mod}/__init__.py"] = ctx.put_blob(f'"""Scorer of the {blueprint.name} benchmark."""\n'.encode())
-    files[f"{mod}/score.py"] = ctx.put_blob((Path(__file__).parent / "scorer.py").read_bytes())
+    files[f"{mod}/score.py"] = ctx.put_blob(Path(scorer.__file__).read_bytes())
     for name, source in _protocol_files([it for _, it in selected]).items():
         files[f"{mod}/protocols/{name}.py"] = ctx.put_blob(source)
     if referenced:
-        files[f"{mod}/media.py"] = ctx.put_blob((Path(__file__).parent / "media.py").read_bytes())
+        files[f"{mod}/media.py"] = ctx.put_blob(Path(media.__file__).read_bytes())
         files[f"{mod}/materialize.py"] = ctx.put_blob((Path(__file__).parent / "materialize.py").read_bytes())
     if ctx.params.quality is not None:
         files["quality.json"] = ctx.put_blob(_json(ctx.params.quality))
@@ -121,7 +123,7 @@ def _protocol_files(items: list[OEItem]) -> dict[str, bytes]:
     (standard-library modules a plugin registered), shipped beside ``score.py``."""
     import inspect
 
-    from forge_skills.package import scorer as oe_scorer
+    from forge_skills.scoring import scorer as oe_scorer
 
     out = {}
     for name in sorted({it.scoring.get("protocol") for it in items} - set(oe_scorer.BUILTIN_PROTOCOLS)):

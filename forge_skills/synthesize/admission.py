@@ -25,7 +25,7 @@ from forge_skills.synthesize.rule_margins import Derivation
 from forge_skills.synthesize.fact_table import FactTable
 from forge_skills.synthesize.conventions import statements
 from forge_skills.synthesize.rules_scene import plural
-from forge_skills.package.media import marker_layout
+from forge_skills.synthesize.media import marker_layout
 from forge_skills.structure.appearance import MIN_NAMED_PIXELS
 
 NAMED_OPTION_KINDS = ("objects", "matching")

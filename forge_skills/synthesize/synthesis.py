@@ -9,8 +9,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from forge_skills.oe.types import Binding, Blueprint, EvidenceRecord, MediaRef, OEItem, Template
-from forge_skills.verify.dependence_gates import slot_objects
-from forge_skills.verify.balance_gate import chosen_class
+from forge_skills.synthesize.slots import chosen_class, slot_objects
 from forge.codeversion import data_files_version, data_identity
 from forge.errors import DefinitionError
 from forge.keys import digest, file_digest
@@ -24,7 +23,7 @@ from forge_skills.synthesize.difficulty import BANDS
 from forge_skills.synthesize.marker_place import place_among
 from forge_skills.synthesize.conventions import instruction, statements
 from forge_skills.synthesize.rules_scene import singular
-from forge_skills.package.media import draw_markers, draw_scale_bar, marker_layout, panel, path_plot, primitive_marker
+from forge_skills.synthesize.media import draw_markers, draw_scale_bar, marker_layout, panel, path_plot, primitive_marker
 from forge_skills.synthesize.templates import read_template, resolve_label, template_code
 
 SCENE_LAYOUTS = ("multi_view", "frames", "first_last", "top_down_forward")

@@ -10,6 +10,7 @@ from typing import Any, Callable
 from forge.gatelog import GateLog
 from forge.keys import GateId
 from forge.vocabulary import answer_form, question_types
+from forge_skills.synthesize.slots import chosen_class
 from forge_skills.oe.types import OEItem
 from forge_skills.synthesize.marker_place import marked_answer_place
 
@@ -27,13 +28,6 @@ def kind_groups(ids: list[str], kind_of: Callable[[str], Any], classes: int) -> 
     groups: list[tuple[Any, list[str]]] = [(k, m) for k, m in sorted(kinds.items()) if len(m) >= own]
     pooled = sorted(i for m in kinds.values() if len(m) < own for i in m)
     return groups + ([(None, pooled)] if pooled else [])
-
-
-def chosen_class(n: int) -> str:
-    """The answer class of a select-all answer: how many options it chooses. Which ones are
-    chosen varies with the names listed; how many would otherwise be a guess that pays (one of
-    three, when most lists hold one)."""
-    return f"{n} chosen"
 
 
 BALANCE_SLACK = 0.025  # the default blind margin halved, as the balance gate applies it

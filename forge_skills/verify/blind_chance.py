@@ -49,7 +49,7 @@ def _sampled_chance(items: list[tuple[str, OEItem]], score_item) -> dict[str, fl
     template's own answers of that type scores (guessing from the answer distribution is the
     reference, not a uniform range). A guess is drawn from the item's own answer space: answers
     its key cannot read (a vector of another length) are not guesses anyone would make."""
-    from forge_skills.package.scorer import parse
+    from forge_skills.scoring.scorer import parse
 
     by_type: dict[str, list[OEItem]] = {}
     for _, it in items:

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 from forge.gatelog import GateLog
 from forge.keys import GateId, digest
+from forge_skills.synthesize.slots import slot_objects
 from forge_skills.oe.types import OEItem
 
 GATE_DUP = GateId("DUP")
@@ -95,11 +96,3 @@ def near_duplicates(log: GateLog, items: dict[str, OEItem], facts: dict[str, dic
             log.decide(GATE_DUP, iid, "OEItem", it.template, "fail", {"near_duplicate_of": twin})
     return kept
 
-
-def slot_objects(slots: dict[str, Any]) -> list[str]:
-    """Every object named by a binding's slots (a slot of coordinates, such as numbered points a
-    rule draws, names none)."""
-    out: list[str] = []
-    for v in slots.values():
-        out.extend(x for x in v if not isinstance(x, (list, dict))) if isinstance(v, list) else out.append(v)
-    return out

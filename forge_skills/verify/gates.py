@@ -18,7 +18,8 @@ from forge.keys import GateId, digest
 from forge.vocabulary import answer_form
 from forge_skills.verify.blind_solvers import blind_report
 from forge_skills.synthesize.difficulty import BANDS, band_quotas, steered, template_quotas, water_fill
-from forge_skills.verify.balance_gate import BALANCE_SLACK, balance_cap, chosen_class, kind_groups, place_balanced, select_classes, tolerance_bins
+from forge_skills.synthesize.slots import chosen_class
+from forge_skills.verify.balance_gate import BALANCE_SLACK, balance_cap, kind_groups, place_balanced, select_classes, tolerance_bins
 from forge_skills.verify.dependence_gates import independent
 
 GATE_A, GATE_B1, GATE_C1 = GateId("A"), GateId("B1"), GateId("C1")

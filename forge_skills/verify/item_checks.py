@@ -13,7 +13,7 @@ import numpy as np
 from forge.contracts import CheckContext, Outcome, check
 from forge.vocabulary import question_type
 from forge_skills.oe.types import Binding, OEItem
-from forge_skills.package import scorer as oe_scorer
+from forge_skills.scoring import scorer as oe_scorer
 from forge_skills.structure.appearance import MIN_NAMED_PIXELS
 from forge_skills.structure.appearance import NAMES as COLOUR_NAMES
 from forge_skills.synthesize.admission import derive
