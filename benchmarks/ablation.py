@@ -22,7 +22,7 @@ import yaml
 from forge.build import ABLATIONS, BuildOptions, build
 from forge.faults import Fault, FaultPlan
 from forge.store import Store
-from forge_skills.verify.reverify import reverify_package
+from forge_skills.oe.verify.reverify import reverify_package
 from workspace import prepare
 
 
@@ -45,7 +45,7 @@ def shortcut_templates(store: Store, package: Path, margin: float = 0.15, alpha:
     import json
 
     from forge_skills.oe.types import OEItem
-    from forge_skills.verify.blind_solvers import blind_report
+    from forge_skills.oe.verify.blind_solvers import blind_report
 
     by_template: dict[str, list] = {}
     for line in open(package / "answers.jsonl"):

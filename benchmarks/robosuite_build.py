@@ -24,7 +24,7 @@ from pathlib import Path
 
 from forge.build import BuildOptions, build
 from forge.store import Store
-from forge_skills.verify.reverify import reverify_package
+from forge_skills.oe.verify.reverify import reverify_package
 from workspace import example_intent, peak_memory_mb
 
 

@@ -29,17 +29,17 @@ from pathlib import Path
 from typing import Any
 
 from forge_skills.oe.types import EvidenceRecord, OEItem, SourceRecord
-from forge_skills.verify.blind_solvers import SOLVERS, blind_report
+from forge_skills.oe.verify.blind_solvers import SOLVERS, blind_report
 from forge.errors import DefinitionError
 from forge.store import Store
-from forge_skills.synthesize.admission import naming_problem, named_slots, shown_views, slot_names, visibility_problem
-from forge_skills.synthesize.answer_rules import rule_for
-from forge_skills.synthesize.fact_table import FactTable
-from forge_skills.synthesize.conventions import statements
-from forge_skills.synthesize.difficulty import BANDS
-from forge_skills.structure.appearance import MIN_NAMED_PIXELS, NAMES as COLOUR_NAMES
-from forge_skills.structure.scene_evidence import measure_evidence
-from forge_skills.synthesize.templates import builtin_root, read_template
+from forge_skills.oe.synthesize.admission import naming_problem, named_slots, shown_views, slot_names, visibility_problem
+from forge_skills.oe.synthesize.answer_rules import rule_for
+from forge_skills.oe.synthesize.fact_table import FactTable
+from forge_skills.oe.synthesize.conventions import statements
+from forge_skills.oe.synthesize.difficulty import BANDS
+from forge_skills.oe.structure.appearance import MIN_NAMED_PIXELS, NAMES as COLOUR_NAMES
+from forge_skills.oe.structure.scene_evidence import measure_evidence
+from forge_skills.oe.synthesize.templates import builtin_root, read_template
 
 ROOT = Path(__file__).resolve().parents[1]
 # Templates the library no longer holds (the marker-only solver beats them) measure old packages.

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import yaml
 
 from forge.build import BuildOptions
-from forge_skills.synthesize.templates import builtin_root
+from forge_skills.oe.synthesize.templates import builtin_root
 
 ROOT = Path(__file__).resolve().parents[1]
 

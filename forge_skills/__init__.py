@@ -19,13 +19,14 @@ from forge.registry import entries, register
 register_project_package("forge_resources")
 
 from forge_resources.sources import BUILTIN_SOURCES  # noqa: E402
-from forge_skills.collect import ground, images, render, robosuite_demos, robosuite_scenes, room, tabletop  # noqa: E402,F401  (S2 skills)
-from forge_skills.structure import appearance, scene_evidence  # noqa: E402,F401  (S3 skills)
-from forge_skills.synthesize import blueprint, rules_manipulation, rules_image, rules_program, rules_scene, synthesis, templates  # noqa: E402,F401
-from forge_skills.verify import checks, item_checks, reverify, reverify_manipulation  # noqa: E402,F401  (contract predicates, re-verification)
-from forge_skills.package import assessment, oe_package, package_checks, report_check, report_page  # noqa: E402,F401
+from forge_skills.oe.collect import ground, images, render, robosuite_demos, robosuite_scenes, room, tabletop  # noqa: E402,F401  (S2 skills)
+from forge_skills.oe.structure import appearance, scene_evidence  # noqa: E402,F401  (S3 skills)
+from forge_skills.oe.synthesize import blueprint, rules_manipulation, rules_image, rules_program, rules_scene, synthesis, templates  # noqa: E402,F401
+from forge_skills.oe.verify import checks, item_checks, reverify, reverify_manipulation  # noqa: E402,F401  (contract predicates, re-verification)
+from forge_skills.package import assessment, package_checks, report_check, report_page  # noqa: E402,F401
+from forge_skills.oe.package import oe_package  # noqa: E402,F401
 from forge_skills.scoring import scorer  # noqa: E402  (the OE item scorer)
-from forge_skills.repair import fault_mutators, operators  # noqa: E402,F401  (repair operators, planted faults)
+from forge_skills.oe.repair import fault_mutators, operators  # noqa: E402,F401  (repair operators, planted faults)
 from forge_skills.oe import track, vocabulary  # noqa: E402,F401  (the OE track; capabilities, question types)
 from forge_skills.ie import (blueprint as ie_blueprint, checks as ie_checks, package as ie_package,  # noqa: E402,F401
                              repair as ie_repair, reverify as ie_reverify, manipulation as ie_manipulation,

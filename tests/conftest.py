@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from forge.build import BuildOptions, build
-from forge_skills.synthesize.templates import builtin_root
+from forge_skills.oe.synthesize.templates import builtin_root
 
 SMALL_INTENT: dict[str, Any] = {
     "name": "tabletop-test",

@@ -8,8 +8,8 @@ import pytest
 
 from forge_skills.oe.types import CameraSpec, SceneSpec
 from forge_resources.pybullet_sim import SceneSimulator, catalogue
-from forge_skills.structure.appearance import MIN_NAMED_PIXELS, name_referents, read_colour
-from forge_skills.collect.layout import make_object, tints
+from forge_skills.oe.structure.appearance import MIN_NAMED_PIXELS, name_referents, read_colour
+from forge_skills.oe.collect.layout import make_object, tints
 
 # Cameras as each layout's embodiment sees an object: an arm's orbit over the table, a robot's
 # forward camera across the room floor, a drone looking down and a car looking ahead.

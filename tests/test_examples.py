@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from forge.store import Store
-from forge_skills.verify.reverify import reverify_package
+from forge_skills.oe.verify.reverify import reverify_package
 from tests.conftest import run_build
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

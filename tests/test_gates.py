@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from forge_skills.oe.types import OEItem
-from forge_skills.verify.blind_solvers import blind_report
+from forge_skills.oe.verify.blind_solvers import blind_report
 from forge.gatelog import GateLog
-from forge_skills.verify.gates import blind_evaluation
+from forge_skills.oe.verify.gates import blind_evaluation
 from forge.store import Store
 
 from conftest import copy_templates, run_build, write_intent
@@ -99,7 +99,7 @@ def test_gate_decisions_recorded_per_item(built):
 
 
 def test_near_duplicates_are_removed(built):
-    from forge_skills.verify.dependence_gates import near_duplicates
+    from forge_skills.oe.verify.dependence_gates import near_duplicates
 
     items = _items(built, "closest_choice")
     with Store(built["store"], read_only=True) as s:

@@ -17,7 +17,7 @@ from PIL import Image
 from forge.errors import DefinitionError, ForgeError
 from forge.store import Store
 from forge_resources.image_folder import adapter_for, parse_dota, polygon_area
-from forge_skills.verify.reverify import reverify_package
+from forge_skills.oe.verify.reverify import reverify_package
 from tests.conftest import run_build
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -73,6 +73,27 @@ def test_no_import_cycles():
     assert not cycles, cycles[:5]
 
 
+def _folder(module: str) -> str:
+    """The package a module belongs to (a package's ``__init__`` belongs to the package itself)."""
+    path = ROOT / PACKAGES[module.split(".")[0]] / Path(*module.split(".")[1:])
+    return module if path.is_dir() else module.rsplit(".", 1)[0]
+
+
+def test_no_folder_import_cycles():
+    """Folders import each other one way: a track's home and the shared folders beside it never
+    both import from the other (a folder and its own subfolders may)."""
+    folders = nx.DiGraph()
+    for a, b in _module_graph().edges:
+        if b.split(".")[0] not in PACKAGES:
+            continue
+        fa, fb = _folder(a), _folder(b)
+        if fa != fb and not fa.startswith(fb + ".") and not fb.startswith(fa + "."):
+            folders.add_edge(fa, fb)
+    assert {"forge_skills.oe", "forge_skills.ie", "forge_skills.package"} <= set(folders.nodes)
+    cycles = list(nx.simple_cycles(folders))
+    assert not cycles, cycles[:5]
+
+
 def _plugin_gate_codes() -> set[str]:
     """Every gate code the plugins declare (``GateId("C1")``)."""
     codes = set()

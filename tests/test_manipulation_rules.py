@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from forge_skills.oe.types import EvidenceObject, EvidenceRecord, EvidenceView, ObjectViewFact
-from forge_skills.synthesize.answer_rules import rule_for
-from forge_skills.synthesize.fact_table import FactTable
+from forge_skills.oe.synthesize.answer_rules import rule_for
+from forge_skills.oe.synthesize.fact_table import FactTable
 
 PX = 2000
 

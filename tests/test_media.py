@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from forge_skills.synthesize.media import draw_markers, marker_layout, ring_radius
+from forge_skills.oe.synthesize.media import draw_markers, marker_layout, ring_radius
 
 
 def _white(img: np.ndarray) -> np.ndarray:

@@ -273,8 +273,8 @@ def test_chance_of_a_free_value_is_drawn_from_the_items_own_answer_space(shapes_
 
     from forge_skills.oe.types import OEItem
     from forge.registry import lookup
-    from forge_skills.verify.blind_solvers import blind_report
-    from forge_skills.verify.blind_chance import _sampled_chance
+    from forge_skills.oe.verify.blind_solvers import blind_report
+    from forge_skills.oe.verify.blind_chance import _sampled_chance
 
     con = duckdb.connect(str(shapes_build["root"] / "store" / "forge.duckdb"), read_only=True)
     rows = con.execute("SELECT id, content FROM artifacts WHERE type = 'OEItem' ORDER BY id LIMIT 20").fetchall()
@@ -361,7 +361,7 @@ def test_forge_reverify_rederives_the_payload_and_catches_a_moved_region(points_
 def test_numbered_points_a_rule_draws_are_on_the_image(points_build):
     from PIL import Image
 
-    from forge_skills.synthesize.media import MARKER_COLOR
+    from forge_skills.oe.synthesize.media import MARKER_COLOR
 
     pkg, items = points_build["package"], points_build["items"]
     chosen = [k for k in points_build["keys"] if k["question_type"] == "marked_point_choice"]

@@ -15,17 +15,17 @@ from forge_skills.oe.types import Blueprint, EvidenceRecord, OEItem, Template
 from forge.contracts import CheckContext
 from forge.keys import digest
 from forge.store import Store
-from forge_skills.synthesize.admission import admission_problem, marker_problem
-from forge_skills.synthesize.answer_rules import confusers, rule_for
-from forge_skills.synthesize.rule_margins import depth_cue
-from forge_skills.synthesize.fact_table import Candidate, FactTable
-from forge_skills.package.oe_package import select_composition
-from forge_skills.synthesize.difficulty import band_quotas, by_count, by_field, by_grounding, template_quotas
-from forge_skills.synthesize.synthesis import _marker_place
-from forge_skills.synthesize.templates import builtin_root, read_template
-from forge_skills.verify.blind_solvers import blind_report
-from forge_skills.verify.checks import template_declares
-from forge_skills.verify.item_checks import item_states_assumptions
+from forge_skills.oe.synthesize.admission import admission_problem, marker_problem
+from forge_skills.oe.synthesize.answer_rules import confusers, rule_for
+from forge_skills.oe.synthesize.rule_margins import depth_cue
+from forge_skills.oe.synthesize.fact_table import Candidate, FactTable
+from forge_skills.oe.package.oe_package import select_composition
+from forge_skills.oe.synthesize.difficulty import band_quotas, by_count, by_field, by_grounding, template_quotas
+from forge_skills.oe.synthesize.synthesis import _marker_place
+from forge_skills.oe.synthesize.templates import builtin_root, read_template
+from forge_skills.oe.verify.blind_solvers import blind_report
+from forge_skills.oe.verify.checks import template_declares
+from forge_skills.oe.verify.item_checks import item_states_assumptions
 
 from conftest import run_build, write_intent
 
@@ -273,7 +273,7 @@ def test_a_name_a_look_alike_in_view_could_answer_to_is_not_asked(wide):
     two plain green bars, told apart only by their proportions. The source lists kinds a person
     cannot tell apart, and no item names an object where one of its colour and a look-alike kind
     is in view, whether it is asked about as present, absent or marked."""
-    from forge_skills.synthesize.admission import kind_lookalike_problem
+    from forge_skills.oe.synthesize.admission import kind_lookalike_problem
     planted = 0
     for tid in ("grounding_choice", "visibility_yesno"):
         tpl = _template(tid)
@@ -421,7 +421,7 @@ def test_c1_flags_rings_whose_size_gives_the_answer():
     picture, wherever the markers stand: C1's marker-only solver reads the ring sizes and the
     template is held back."""
     from forge.gatelog import GateLog
-    from forge_skills.verify.gates import blind_evaluation
+    from forge_skills.oe.verify.gates import blind_evaluation
 
     items = {}
     for i, it in enumerate(_marked_pairs(120, 0.5)):
@@ -485,7 +485,7 @@ def test_allocation_drawing_towards_a_band_keeps_markers_from_giving_the_answer(
     """Household scene_marked_closer_choice: binding spread the answer's marker over low and high,
     but allocation, drawing the easy band the mix asked for, took mostly items whose answer is
     the lower marker, and the marker-only solver read 76% of them."""
-    from forge_skills.verify.gates import BindingSummary, allocate
+    from forge_skills.oe.verify.gates import BindingSummary, allocate
 
     bindings = {}
     for i, (band, answer, place) in enumerate(_marked_supply(100)):
@@ -549,8 +549,8 @@ def test_the_balance_gate_holds_back_answers_whose_marker_sits_low_too_often():
     build rendered 6,000 more rooms for depth items). The balance gate now keeps as many answers
     on the upper marker as on the lower, and allocation draws only what it would keep."""
     from forge.gatelog import GateLog
-    from forge_skills.verify.gates import BindingSummary, keepable
-    from forge_skills.verify.balance_gate import balance_answers
+    from forge_skills.oe.verify.gates import BindingSummary, keepable
+    from forge_skills.oe.verify.balance_gate import balance_answers
 
     items = {digest(i)[:12]: it for i, it in enumerate(_marked_pairs(200, 0.8))}
     before = blind_report(sorted(items.items()))
@@ -573,7 +573,7 @@ def test_the_balance_gate_holds_back_answers_whose_marker_sits_low_too_often():
 
 
 def _marker_place_of(item: OEItem) -> str:
-    from forge_skills.synthesize.marker_place import marked_answer_place
+    from forge_skills.oe.synthesize.marker_place import marked_answer_place
     return marked_answer_place(item.markers, item.answer)
 
 
@@ -582,7 +582,7 @@ def test_answers_stay_even_when_their_markers_lie_in_more_places_for_some():
     answer's marker may lie in nine places and another's in four, and turns over (answer, place)
     pairs gave the first twice the items; the balance gate then set them aside and the household
     package came out short of visibility items."""
-    from forge_skills.synthesize.difficulty import steered
+    from forge_skills.oe.synthesize.difficulty import steered
 
     groups = [[[f"a{p}-{i}" for i in range(10)] for p in range(9)], [[f"b{p}-{i}" for i in range(30)] for p in range(4)]]
     chosen = steered(groups, 40, lambda i: "easy" if i.endswith(("0", "2", "4")) else "hard", {"easy": 20, "hard": 20})
@@ -802,8 +802,8 @@ def test_a_count_with_a_small_one_asks_a_search(wide):
 def test_one_of_three_in_a_tray_and_a_clear_column_gap_are_glances():
     """Reviewers found one listed object in a tray among three, and a leftmost object 30 px clear
     of the next (rated medium because the two stood far apart vertically), one-glance."""
-    from forge_skills.synthesize.difficulty import _call
-    from forge_skills.synthesize.rules_scene import _select_difficulty
+    from forge_skills.oe.synthesize.difficulty import _call
+    from forge_skills.oe.synthesize.rules_scene import _select_difficulty
 
     assert _select_difficulty({"selected": 1, "listed": 3}, {}, None, None) == "easy"
     assert _select_difficulty({"selected": 1, "listed": 4}, {}, None, None) == "medium"
@@ -819,7 +819,7 @@ def test_which_is_further_right_is_a_glance_when_the_two_do_not_overlap():
     boxes 4 px clear) one-glance, and two balls whose extents overlap a careful look whatever their
     centres. A left/right call is easy when the extents do not overlap, and at least medium when
     they do."""
-    from forge_skills.synthesize.difficulty import _pair_call
+    from forge_skills.oe.synthesize.difficulty import _pair_call
 
     can, milk = [162, 70, 182, 105], [138, 60, 158, 105]
     assert _pair_call(milk, can, 0, 22.0, 5.0, 320.0) == 0
@@ -834,7 +834,7 @@ def test_a_marked_kind_told_by_its_size_is_a_glance():
     """"Which marked object is a harbor?" with a pier and a boat marked: reviewers found three such
     items one-glance. Marked objects several times apart in area are easy; alike in size, medium."""
     from forge_skills.oe.types import EvidenceObject, EvidenceView, ObjectViewFact
-    from forge_skills.synthesize.difficulty import by_marked_kinds
+    from forge_skills.oe.synthesize.difficulty import by_marked_kinds
 
     def table(px_a: int, px_b: int) -> FactTable:
         objs = [EvidenceObject(name=n, category=c, color="") for n, c in (("ship #1", "ship"), ("harbor #2", "harbor"))]
@@ -852,7 +852,7 @@ def test_a_view_offers_its_demanding_questions_first():
     """A view holds a few demanding questions among many one-glance ones: each answer's candidates
     take turns by band, the hardest first, so the bindings drawn hold the bands the mix asks for."""
     import numpy as np
-    from forge_skills.synthesize.synthesis import _select
+    from forge_skills.oe.synthesize.synthesis import _select
     cands = [Candidate({"object": f"o{i}"}, "yes" if i % 2 else "no", 1.0) for i in range(24)]
     band = {f"o{i}": "hard" if i in (5, 18) else "medium" if i in (7, 9, 12) else "easy" for i in range(24)}
     rate = lambda c: band[c.slots["object"]]  # noqa: E731
@@ -896,7 +896,7 @@ def test_which_listed_objects_are_in_view_is_as_hard_as_its_absent_look_alikes(w
     """"Which of these are in the picture?" over a lone teddy bear and three things unlike it in
     colour is a glance; each absent option that shares a colour with something in view must be
     ruled out with care (its kind read), and one sharing its kind too asks more."""
-    from forge_skills.synthesize.difficulty import absence_band
+    from forge_skills.oe.synthesize.difficulty import absence_band
     tpl = _template("visible_set_multi")
     rule = rule_for(tpl)
     cases = set()
@@ -1013,7 +1013,7 @@ def test_allocation_fills_a_capability_its_band_quotas_leave_short():
     other (a distance is the same from every view of a scene), the quotas draw fewer keepable
     bindings than the capability needs, and it takes the rest from its other templates' keepable
     ones. Before, more units never closed such a gap: the quotas grew with them."""
-    from forge_skills.verify.gates import BindingSummary, allocate
+    from forge_skills.oe.verify.gates import BindingSummary, allocate
 
     def summary(template: str, band: str, evidence: str, answer: str) -> BindingSummary:
         det = json.dumps({"quantity": template, "evidence": evidence, "views": [0], "referents": ["a", "b"]})
@@ -1037,7 +1037,7 @@ def test_a_capability_short_of_its_target_says_why(wide):
     """A shortfall is stated with its reason in composition.json and the package README."""
     from collections import Counter
 
-    from forge_skills.package.oe_package import _composition, _readme
+    from forge_skills.oe.package.oe_package import _composition, _readme
 
     with Store(wide["store"], read_only=True) as s:
         (bp,) = s.execute("SELECT content FROM artifacts WHERE type = 'Blueprint'").fetchone()
@@ -1060,7 +1060,7 @@ def test_no_listed_kind_is_chosen_far_more_or_less_often_than_the_rest():
     names alone told a reader which options to leave out. The balance gate holds back lists
     until every listed word is chosen about as often as options are on the whole."""
     from forge.gatelog import GateLog
-    from forge_skills.verify.balance_gate import LISTED_WORD_SKEW, balance_answers
+    from forge_skills.oe.verify.balance_gate import LISTED_WORD_SKEW, balance_answers
 
     colours = ["red", "green", "blue", "yellow"]
     kinds = ["ball", "cube", "duck", "domino", "lego brick", "mug", "jenga block"]
@@ -1096,7 +1096,7 @@ def test_a_rare_count_of_chosen_options_does_not_hold_a_selection_back():
     guess is left out of the shares: one and two of four are evened out, and a template whose
     lists all choose one still keeps none."""
     from forge.gatelog import GateLog
-    from forge_skills.verify.balance_gate import balance_answers
+    from forge_skills.oe.verify.balance_gate import balance_answers
 
     names = ["red ball", "green cube", "blue duck", "yellow mug", "orange domino", "white ball", "black cube"]
 

@@ -14,7 +14,7 @@ import numpy as np
 from forge.store import Store
 from tests.conftest import named_as_shown
 from forge_skills.scoring import scorer as oe_scorer
-from forge_skills.verify.reverify import reverify_package
+from forge_skills.oe.verify.reverify import reverify_package
 
 # Both files read the session build `wide`: one worker builds it once for both.
 pytestmark = pytest.mark.xdist_group("wide")

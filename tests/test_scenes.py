@@ -15,7 +15,7 @@ import yaml
 from forge.store import Store
 from tests.conftest import named_as_shown
 from forge_resources.pybullet_sim import catalogue
-from forge_skills.verify.reverify import reverify_package
+from forge_skills.oe.verify.reverify import reverify_package
 from tests.conftest import run_build
 
 ROOM_OE = {
@@ -211,7 +211,7 @@ def test_an_object_on_a_tray_rim_is_not_in_the_tray():
     registrable support, so no support question is asked of it."""
     from forge_skills.oe.types import BodySpec, CameraSpec, SceneSpec
     from forge_resources.pybullet_sim import SceneSimulator, catalogue
-    from forge_skills.collect.layout import make_object
+    from forge_skills.oe.collect.layout import make_object
 
     cat = catalogue()
     yaw = 0.6
@@ -250,9 +250,9 @@ def test_whether_an_object_came_into_view_is_as_hard_as_its_sightings(room):
     "no" is as hard as the objects shown that share its colour (and its kind besides); the frame
     an object first appears in is a glance when it comes in large (10828717) and a search when it
     enters small."""
-    from forge_skills.synthesize.answer_rules import rule_for
-    from forge_skills.synthesize.fact_table import FactTable
-    from forge_skills.synthesize.templates import builtin_root, read_template
+    from forge_skills.oe.synthesize.answer_rules import rule_for
+    from forge_skills.oe.synthesize.fact_table import FactTable
+    from forge_skills.oe.synthesize.templates import builtin_root, read_template
     tpl = read_template(next(builtin_root().glob("*/seen_along_yesno.yaml"))).model_dump()
     first = read_template(next(builtin_root().glob("*/first_frame_temporal.yaml"))).model_dump()
     rule, first_rule = rule_for(tpl), rule_for(first)
@@ -300,9 +300,9 @@ def test_whether_an_object_came_into_view_is_as_hard_as_its_sightings(room):
 def test_an_object_first_appears_only_after_frames_that_show_none_of_it(room):
     """2b1154d7 keyed Frame 3 for a red lego brick that Frame 1 showed as a red speck a reader
     made out: every frame before the first must show none of the object, not a few pixels."""
-    from forge_skills.synthesize.answer_rules import rule_for
-    from forge_skills.synthesize.fact_table import FactTable
-    from forge_skills.synthesize.templates import builtin_root, read_template
+    from forge_skills.oe.synthesize.answer_rules import rule_for
+    from forge_skills.oe.synthesize.fact_table import FactTable
+    from forge_skills.oe.synthesize.templates import builtin_root, read_template
     tpl = read_template(next(builtin_root().glob("*/first_frame_temporal.yaml"))).model_dump()
     rule = rule_for(tpl)
     for ev in _room_evidence(room):
@@ -325,9 +325,9 @@ def test_what_an_object_rests_on_is_asked_only_beside_another_holder(room):
     """793f276e asked whether a mug rested on the floor, a table or a tray with no table or tray in
     view: the floor is read off the picture without looking at the mug. A table or tray besides
     the object's own support must be in view; taken out of the picture, the question is refused."""
-    from forge_skills.synthesize.answer_rules import rule_for
-    from forge_skills.synthesize.fact_table import FactTable
-    from forge_skills.synthesize.templates import builtin_root, read_template
+    from forge_skills.oe.synthesize.answer_rules import rule_for
+    from forge_skills.oe.synthesize.fact_table import FactTable
+    from forge_skills.oe.synthesize.templates import builtin_root, read_template
     tpl = read_template(next(builtin_root().glob("*/support_choice.yaml"))).model_dump()
     rule = rule_for(tpl)
     for ev in _room_evidence(room):
@@ -351,8 +351,8 @@ def test_two_objects_set_into_one_tabletop_tray_both_rest_in_it(pair):
     more than one): both settle inside it, not on its rim or on each other."""
     from forge_skills.oe.types import BodySpec, CameraSpec, SceneSpec
     from forge_resources.pybullet_sim import SceneSimulator
-    from forge_skills.collect.layout import make_object
-    from forge_skills.collect.tabletop import TABLE_TOP_Z, TRAY_SCALE, _tray_slots
+    from forge_skills.oe.collect.layout import make_object
+    from forge_skills.oe.collect.tabletop import TABLE_TOP_Z, TRAY_SCALE, _tray_slots
 
     cat = catalogue()
     yaw = 0.9

@@ -22,9 +22,9 @@ from forge.store import Store
 from forge_skills.oe.synthesizer import (SynthesisContext, dump_template, extra_realizations, template_problems,
                                          write_templates)
 from forge_skills.oe.compatibility import missing_pairs
-from forge_skills.synthesize.rules_program import program_for
-from forge_skills.synthesize.templates import builtin_root, read_template
-from forge_skills.verify.reverify import reverify_package
+from forge_skills.oe.synthesize.rules_program import program_for
+from forge_skills.oe.synthesize.templates import builtin_root, read_template
+from forge_skills.oe.verify.reverify import reverify_package
 
 from conftest import run_build, write_intent
 

@@ -12,18 +12,18 @@ from pathlib import Path
 import pytest
 
 from forge_skills.oe.types import EvidenceRecord, OEItem
-from forge_skills.verify.blind_solvers import blind_report
+from forge_skills.oe.verify.blind_solvers import blind_report
 from forge.faults import Fault
 from forge.gatelog import GateLog
-from forge_skills.verify.dependence_gates import independent, independent_items
-from forge_skills.verify.balance_gate import BALANCE_SLACK, answer_class, balance_answers
+from forge_skills.oe.verify.dependence_gates import independent, independent_items
+from forge_skills.oe.verify.balance_gate import BALANCE_SLACK, answer_class, balance_answers
 from forge.store import Store
-from forge_skills.synthesize.admission import admission_problem, visibility_problem
-from forge_skills.synthesize.answer_rules import rule_for
-from forge_skills.synthesize.fact_table import FactTable
-from forge_skills.verify.reverify import reverify_package
-from forge_skills.synthesize.templates import builtin_root, read_template
-from forge_skills.synthesize.wording import agreement_problems
+from forge_skills.oe.synthesize.admission import admission_problem, visibility_problem
+from forge_skills.oe.synthesize.answer_rules import rule_for
+from forge_skills.oe.synthesize.fact_table import FactTable
+from forge_skills.oe.verify.reverify import reverify_package
+from forge_skills.oe.synthesize.templates import builtin_root, read_template
+from forge_skills.oe.synthesize.wording import agreement_problems
 
 from conftest import run_build, write_intent
 
@@ -300,7 +300,7 @@ def test_number_agreement_and_realizations():
 
 
 def test_realized_questions_agree_in_number(built):
-    from forge_skills.synthesize.rules_scene import plural
+    from forge_skills.oe.synthesize.rules_scene import plural
 
     with Store(built["store"], read_only=True) as s:
         failed = s.execute("SELECT count(*) FROM verifications WHERE requirement_id = 'OE-11' AND NOT passed").fetchone()[0]

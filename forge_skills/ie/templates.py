@@ -97,7 +97,7 @@ class LoadParams(BaseModel):
 
 
 def _reads(params: dict[str, Any]) -> dict[str, str]:
-    from forge_skills.synthesize.templates import resolve_label
+    from forge_skills.oe.synthesize.templates import resolve_label
 
     return {"template": str(resolve_label(params["label"]))}
 
@@ -105,7 +105,7 @@ def _reads(params: dict[str, Any]) -> dict[str, str]:
 @skill("ie.load_task_template", stage="S4", params=LoadParams, reads=_reads)
 def load_task_template(ctx: SkillContext, blueprint: IEBlueprint) -> list[TaskTemplate]:
     """One task template, validated; templates of kinds the intent does not ask for are skipped."""
-    from forge_skills.synthesize.templates import resolve_label
+    from forge_skills.oe.synthesize.templates import resolve_label
 
     tpl = read_task_template(resolve_label(ctx.params.label))
     if blueprint.task_kinds and tpl.task_type not in blueprint.task_kinds:

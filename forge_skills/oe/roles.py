@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from forge_skills.oe.types import OEItem
 from forge.models.errors import ModelOutputError
 from forge.models.roles import RoleContext
-from forge_skills.verify.blind_chance import _key, binomial_tail
+from forge_skills.oe.verify.blind_chance import _key, binomial_tail
 
 PANEL_BLIND_SAMPLE = 12  # items per template the panel answers without media
 PANEL_FULL_SAMPLE = 8  # ... and with media (vision members)

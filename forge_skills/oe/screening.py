@@ -7,9 +7,9 @@ from typing import Any
 
 from forge_skills.oe.roles import panel_blind_and_full
 from forge_skills.oe.types import OEItem
-from forge_skills.verify.balance_gate import GATE_BAL, balance_answers
-from forge_skills.verify.dependence_gates import GATE_DEP, GATE_DUP, independent_items, near_duplicates
-from forge_skills.verify.gates import GATE_C1, StoreMemo, blind_evaluation, screen_invalid
+from forge_skills.oe.verify.balance_gate import GATE_BAL, balance_answers
+from forge_skills.oe.verify.dependence_gates import GATE_DEP, GATE_DUP, independent_items, near_duplicates
+from forge_skills.oe.verify.gates import GATE_C1, StoreMemo, blind_evaluation, screen_invalid
 
 
 class Screening:

@@ -31,12 +31,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from forge.errors import DefinitionError
 from forge.vocabulary import capabilities, question_types
-from forge_skills.synthesize.admission import SINGULAR
-from forge_skills.synthesize.answer_rules import RULES
-from forge_skills.synthesize.rules_program import dry_run, sample_view
-from forge_skills.synthesize.rules_scene import plural
-from forge_skills.synthesize.templates import TemplateFile, libraries, read_template, template_refs
-from forge_skills.synthesize.wording import agreement_problems
+from forge_skills.oe.synthesize.admission import SINGULAR
+from forge_skills.oe.synthesize.answer_rules import RULES
+from forge_skills.oe.synthesize.rules_program import dry_run, sample_view
+from forge_skills.oe.synthesize.rules_scene import plural
+from forge_skills.oe.synthesize.templates import TemplateFile, libraries, read_template, template_refs
+from forge_skills.oe.synthesize.wording import agreement_problems
 
 ROLE = "synthesizer"
 STAGE = "S4"
@@ -178,7 +178,7 @@ def template_problems(data: dict[str, Any], cap: str | None = None, qt: str | No
     """Why a proposed template may not be written (empty when it may). ``wording``: check every
     realization's wording too (off for overlays, whose new realizations were checked alone)."""
     from forge_skills.oe.types import Template
-    from forge_skills.verify.checks import template_declares
+    from forge_skills.oe.verify.checks import template_declares
 
     problems = []
     if cap is not None and data.get("capability") != cap:
@@ -268,7 +268,7 @@ def _placeholders(text: str) -> frozenset[str]:
 
 def wording_problems(text: str, slots: dict[str, Any]) -> list[str]:
     """What is wrong with one realization once its slots are filled with sample names."""
-    from forge_skills.verify.item_checks import _HIDDEN
+    from forge_skills.oe.verify.item_checks import _HIDDEN
 
     try:
         filled = text.format(**_fill(slots))

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from forge.stagegraph import BuildState
-from forge_skills.verify.gates import expected_yield, source_quotas, split_targets
+from forge_skills.oe.verify.gates import expected_yield, source_quotas, split_targets
 
 # Synthesis realizes this much more than the targets ask, to absorb rejections at the gates.
 HEADROOM = 1.15

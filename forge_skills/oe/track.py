@@ -15,7 +15,7 @@ from forge.tracks import Track
 from forge_skills.oe import prepare
 from forge_skills.oe.compatibility import check_compatibility
 from forge_skills.oe.stages import StageRunner
-from forge_skills.synthesize.difficulty import DEFAULT_SHARES, shares_problem
+from forge_skills.oe.synthesize.difficulty import DEFAULT_SHARES, shares_problem
 
 ROLES = ("blueprint", "plan", "collect", "structure", "template", "bind", "realize", "package")
 SOURCE_ROLES = ("plan", "collect", "structure")  # each source's descriptor names these skills

@@ -22,7 +22,7 @@ from forge.artifact_types import Package
 from forge.skills import SkillContext, skill
 from forge_skills.evaluate.bootstrap import BOOTSTRAP_SEED
 from forge_skills.package import exports
-from forge_skills.package.oe_package import module_name
+from forge_skills.oe.package.oe_package import module_name
 from forge.evaluation import item_memo
 from forge.evaluation.solvers import DEFAULT_PANEL
 from forge_skills.package.episode_panel import DEFAULT_AGENTS, EPISODES_FILE, episode_responses, is_task_package

@@ -24,7 +24,7 @@ from forge_resources.robosuite.demo_frames import (MIN_SPACING, RESHAPED, DemoWo
                                                    demos_under, moment_count, moments, recorded, unit_clip,
                                                    unit_moment)
 from forge_resources.robosuite.scenes import IDENTITIES  # noqa: E402
-from forge_skills.verify.reverify import reverify_package  # noqa: E402
+from forge_skills.oe.verify.reverify import reverify_package  # noqa: E402
 from tests.conftest import run_build  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "robosuite_demos"
@@ -69,7 +69,7 @@ def test_an_object_its_recorded_model_reshapes_is_not_named_at_all():
     """PickPlace's recorded models squash the cereal box (0.4 x 1.0 x 0.4) into a small block;
     the milk carton and bread loaf, scaled evenly, keep their names. "The block" would fit the
     loaf beside it as well, so the reshaped box is counted but never named."""
-    from forge_skills.structure.appearance import ColourReading, name_referents
+    from forge_skills.oe.structure.appearance import ColourReading, name_referents
 
     _, _, world = _world("PickPlace")
     names = {o.name: o.identity for o in world.objects}

@@ -14,7 +14,7 @@ import pytest
 from forge.faults import Fault
 from forge.repair import Diagnosis, RepairInvariantError
 from forge.store import Store
-from forge_skills.verify.reverify import reverify_package
+from forge_skills.oe.verify.reverify import reverify_package
 
 from conftest import write_intent
 

@@ -18,9 +18,9 @@ import numpy as np
 
 from forge.keys import digest
 from forge.vocabulary import QuestionType
-from forge_skills.synthesize.answer_rules import Rule, register
-from forge_skills.synthesize.rule_margins import per_object
-from forge_skills.synthesize.fact_table import Candidate, FactTable
+from forge_skills.oe.synthesize.answer_rules import Rule, register
+from forge_skills.oe.synthesize.rule_margins import per_object
+from forge_skills.oe.synthesize.fact_table import Candidate, FactTable
 from forge_shapes.position import percent_position
 # The rule places points by the test its protocol scores replies with.
 from forge_shapes.protocols.inside_region import inside

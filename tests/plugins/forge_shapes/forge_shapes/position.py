@@ -11,9 +11,9 @@ import numpy as np
 
 from forge_skills.oe.types import OEItem
 from forge.vocabulary import Capability, QuestionType
-from forge_skills.synthesize.answer_rules import Rule, register
-from forge_skills.synthesize.rule_margins import per_object
-from forge_skills.synthesize.fact_table import FactTable
+from forge_skills.oe.synthesize.answer_rules import Rule, register
+from forge_skills.oe.synthesize.rule_margins import per_object
+from forge_skills.oe.synthesize.fact_table import FactTable
 
 CAPABILITY = Capability("planar_position", "where an object lies in the image, as coordinates",
                         ("image coordinates", "pixel position*", "where exactly", "coordinates of"))

@@ -1,0 +1,1 @@
+"""The OE release: the package skill and the media rebuild a package ships."""
