@@ -162,8 +162,6 @@ class BlobStore:
 
 # (blob file, its modification time and size) -> arrays: a blob rewritten since is read again.
 _RECENT_ARRAYS: dict[tuple[str, int, int], dict[str, np.ndarray]] = {}
-
-
 _RECENT_ARRAYS_KEPT = 4
 
 

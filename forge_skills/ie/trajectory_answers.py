@@ -14,17 +14,9 @@ from forge_skills.scoring.scorer import parse as parse_response
 from forge_skills.scoring.scorer import score_item
 
 LETTERS = string.ascii_uppercase
-
-
 HAND = "the robot's hand"
-
-
 NOTHING = "nothing"
-
-
 NONE_OF_THESE = "none of these"
-
-
 # state property -> (words, capability flag, test on an EQA view)
 PROPERTIES: dict[str, tuple[str, str, Callable[[dict[str, Any]], bool]]] = {
     "clean": ("clean", "dirtyable", lambda v: not v["isDirty"]),

@@ -20,11 +20,7 @@ Derivation = tuple[str | None, dict[str, Any]]
 # object standing lower in the image (height in the visual field, a share of the image height),
 # a size difference as an area ratio.
 MIN_DEPTH_CUE = 0.04
-
-
 MIN_AREA_RATIO = 1.3
-
-
 MIN_EDGE_GAP = 4.0  # pixels between like edges of two objects ordered by position in the image
 
 

@@ -31,11 +31,7 @@ def kind_groups(ids: list[str], kind_of: Callable[[str], Any], classes: int) -> 
 
 
 BALANCE_SLACK = 0.025  # the default blind margin halved, as the balance gate applies it
-
-
 MIN_KIND_GROUP = 4  # kinds with fewer items than this in a template are balanced together
-
-
 KIND_ITEMS_PER_CLASS = 4
 
 
@@ -115,8 +111,6 @@ def balance_answers(log: GateLog, items: dict[str, OEItem], slack: float, min_it
 
 
 LISTED_WORD_SKEW = 0.15  # a word's chosen share may stray this far from the template's
-
-
 LISTED_WORD_MIN = 12  # listings a word needs before its share is held to that
 
 
@@ -195,8 +189,6 @@ def place_balanced(ids: list[str], place_of: Callable[[str], str], slack: float)
 
 
 REPEAT_CAPPED = ("options", "order", "matching")  # answers that are sets, orders or pairings of names
-
-
 REPEAT_SHARE = 0.05  # no one such answer above this share of a template's items (at least two)
 
 

@@ -12,8 +12,6 @@ from forge_skills.oe.synthesize.slots import slot_objects
 from forge_skills.oe.types import OEItem
 
 GATE_DUP = GateId("DUP")
-
-
 GATE_DEP = GateId("DEP")
 
 
