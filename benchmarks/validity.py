@@ -32,7 +32,8 @@ from forge_skills.oe.types import EvidenceRecord, OEItem, SourceRecord
 from forge_skills.oe.verify.blind_solvers import SOLVERS, blind_report
 from forge.errors import DefinitionError
 from forge.store import Store
-from forge_skills.oe.synthesize.admission import naming_problem, named_slots, shown_views, slot_names, visibility_problem
+from forge_skills.oe.synthesize.admission import (naming_problem, named_slots, shown_views, slot_names,
+                                                  visibility_problem)
 from forge_skills.oe.synthesize.answer_rules import rule_for
 from forge_skills.oe.synthesize.fact_table import FactTable
 from forge_skills.oe.synthesize.conventions import statements

@@ -45,6 +45,7 @@ KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "capability": ("a capability", _ANY),
     "question_type": ("a question type", _ANY),
     "answer_rule": ("an answer rule", _ANY),
+    "blind_solver": ("a blind solver of gate C1: fn(items) -> responses, never reading the media", _CALLABLE),
     "rule_reverifier": ("an answer rule's independent re-verifier", _CALLABLE),
     "scoring_protocol": ("a scoring protocol module (parse, score)", _is(ModuleType)),
     "scorer": ("an item scorer", _CALLABLE),

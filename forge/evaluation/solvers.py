@@ -35,7 +35,8 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 from forge.errors import UsageError
 from forge.keys import digest
 from forge.registry import register as add, view
-from forge.evaluation.responses import LETTERS, number_text, letters, matching, numbers_in, gold_response, wrong_responses
+from forge.evaluation.responses import (LETTERS, number_text, letters, matching, numbers_in, gold_response,
+                                        wrong_responses)
 
 
 # Gate E's default simulated panel: three baselines and eight evidence readers from 5% to 60%

@@ -27,7 +27,8 @@ from forge.tracks import BuildContext
 from forge_skills.oe.roles import judge, verify_grey_batch
 from forge_skills.package.assess_step import assess_package, model_panel
 from forge_skills.package.build_record import blind_margins, repairs_by_cause
-from forge_skills.oe.verify.gates import BindingSummary, StoreMemo, allocate, allocate_by_source, binding_determinants, grey_batches, judge_grey_batch
+from forge_skills.oe.verify.gates import (BindingSummary, StoreMemo, allocate, allocate_by_source,
+                                          binding_determinants, grey_batches, judge_grey_batch)
 from forge_skills.oe.verify.dependence_gates import independent
 from forge_skills.oe.topups import HEADROOM, TopUps
 from forge_skills.oe.screening import Screening

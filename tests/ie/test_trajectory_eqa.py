@@ -12,7 +12,8 @@ from forge_resources.household.protocol import Action
 from forge_skills.ie.agents import parse_agent
 from forge_skills.ie.episodes import STOP, run_episode
 from forge_skills.ie.trajectory_eqa import QUESTION_TYPES, questions_for
-from forge_skills.ie.trajectory_answers import HAND, LETTERS, NONE_OF_THESE, NOTHING, Trajectory, answer_from_log, score, visible
+from forge_skills.ie.trajectory_answers import (HAND, LETTERS, NONE_OF_THESE, NOTHING, Trajectory, answer_from_log,
+                                                score, visible)
 from forge_skills.scoring.scorer import parse, score_item
 
 from .conftest import needs_data

@@ -7,7 +7,8 @@ import math
 
 from forge_skills.oe.types import Blueprint, BodySpec, SceneSpec
 from forge.skills import SkillContext, skill
-from forge_skills.oe.collect.layout import SceneParams, catalogue_file, make_object, pick_objects, placements, start_plan
+from forge_skills.oe.collect.layout import (SceneParams, catalogue_file, make_object, pick_objects, placements,
+                                            start_plan)
 from forge_skills.oe.collect.trajectory import Pose2D, drive, forward_camera, nadir_camera
 
 AREA = (-4.5, 4.5)

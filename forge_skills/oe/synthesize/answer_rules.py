@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
+from forge.registry import load_plugins, view
 from forge_skills.oe.synthesize.conventions import of_field
 from forge_skills.oe.synthesize.difficulty import (by_absent_lookalikes, by_contrast, by_count, by_count_beside, by_field,
                                                 by_grounding, by_image_ratio, by_reach, by_turn, by_view_ratio, confusers, constant)
 from forge_skills.oe.synthesize.fact_table import Candidate, FactTable
-from forge_skills.oe.synthesize.rule_margins import Derivation, MIN_IMAGE_RATIO, _adm, _center_of, _view_label, held_problem, image_margin, image_separations, per_object, separated_pairs
-from forge_skills.oe.synthesize.rules_counting import _count_beside_candidates, _count_beside_derive, _count_candidates, _count_derive, _order_candidates, _order_derive, _visible_set_candidates, _visible_set_derive
+from forge_skills.oe.synthesize.rule_margins import (Derivation, MIN_IMAGE_RATIO, _adm, _center_of, _view_label,
+                                                     held_problem, image_margin, image_separations, per_object,
+                                                     separated_pairs)
+from forge_skills.oe.synthesize.rules_counting import (count_beside_candidates, count_beside_derive,
+                                                       count_candidates, count_derive, order_candidates,
+                                                       order_derive, visible_set_candidates, visible_set_derive)
 
 
 # -- rules ---------------------------------------------------------------------------------
@@ -410,47 +416,48 @@ def _field(tpl: dict[str, Any]) -> str:
     return f"field:{tpl['answer_rule'].get('field')}"
 
 
-RULES: dict[str, Rule] = {
-    r.name: r for r in (
-        Rule("extreme", _extreme_candidates, _extreme_derive, ("objects",), ("single_choice",), _field,
-             conventions=of_field, difficulty=by_field),
-        Rule("compare", _compare_candidates, _compare_derive, ("a", "b"), ("yes_no",), _field, whole_order=True,
-             conventions=of_field, difficulty=by_field),
-        Rule("marked_compare", _marked_candidates, _marked_derive, ("marked",), ("marked_object_choice",), _field,
-             whole_order=True, conventions=of_field, difficulty=by_field),
-        Rule("visible", per_object(_visible_derive, lambda d: d["visible_pixels"]),
-             _visible_derive, ("object",), ("yes_no",), lambda t: "visible",
-             difficulty=by_contrast(_visible_derive)),
-        Rule("best_view", per_object(_best_view_derive, lambda d: d["ratio"], lambda d: d["visible_pixels"]),
-             _best_view_derive, ("object",), ("multi_view_choice",), conventions=("apparent_size",),
-             difficulty=by_view_ratio),
-        Rule("only_view", per_object(_only_view_derive, lambda d: max(d["visible_pixels"].values()),
-                                     lambda d: d["visible_pixels"]),
-             _only_view_derive, ("object",), ("multi_view_choice",)),
-        Rule("count", _count_candidates, _count_derive, (), ("numeric", "interval_choice"), complete_labels=True,
-             conventions=("counted",), difficulty=by_count),
-        Rule("count_beside", _count_beside_candidates, _count_beside_derive, ("anchor",), ("numeric",),
-             lambda t: f"count_beside:{t['answer_rule'].get('side', 'left')}", complete_labels=True,
-             conventions=("counted", "image_sides"), difficulty=by_count_beside),
-        Rule("order", _order_candidates, _order_derive, ("objects",), ("ordered_list",), _field, whole_order=True,
-             conventions=of_field, difficulty=by_field),
-        Rule("visible_set", _visible_set_candidates, _visible_set_derive, ("objects",), ("multiple_choice",),
-             lambda t: "visible", whole_order=True, difficulty=by_absent_lookalikes),
-        Rule("nearest_to", _nearest_to_candidates, _nearest_to_derive, ("anchor", "objects"), ("single_choice",),
-             conventions=("separation",), difficulty=by_image_ratio),
-        Rule("marked_nearest_to", _marked_nearest_candidates, _marked_nearest_derive, ("anchor", "marked"),
-             ("marked_object_choice",), lambda t: "nearest_to", conventions=("separation",),
-             difficulty=by_image_ratio),
-        Rule("distance", _distance_candidates, _distance_derive, ("a", "b"), ("numeric",),
-             conventions=("scale", "separation"), difficulty=constant("hard")),
-        Rule("reach", per_object(_reach_derive, lambda d: abs(d["distance_m"] - d["reach_m"])),
-             _reach_derive, ("object",), ("yes_no",), conventions=("reach", "scale"), difficulty=by_reach),
-        Rule("orbit", _orbit_candidates, _orbit_derive, ("pair",), ("single_choice",),
-             difficulty=by_turn("turn_degrees", 90, 45)),
-        Rule("grounding", _grounding_candidates, _grounding_derive, ("target", "marked"), ("grounding_choice",),
-             difficulty=by_grounding),
-    )
-}
+# Every registered answer rule by name: the built-in ones below and those plugins register.
+RULES: Mapping[str, Rule] = view("answer_rule")
+
+_BUILTIN_RULES = (
+    Rule("extreme", _extreme_candidates, _extreme_derive, ("objects",), ("single_choice",), _field,
+         conventions=of_field, difficulty=by_field),
+    Rule("compare", _compare_candidates, _compare_derive, ("a", "b"), ("yes_no",), _field, whole_order=True,
+         conventions=of_field, difficulty=by_field),
+    Rule("marked_compare", _marked_candidates, _marked_derive, ("marked",), ("marked_object_choice",), _field,
+         whole_order=True, conventions=of_field, difficulty=by_field),
+    Rule("visible", per_object(_visible_derive, lambda d: d["visible_pixels"]),
+         _visible_derive, ("object",), ("yes_no",), lambda t: "visible",
+         difficulty=by_contrast(_visible_derive)),
+    Rule("best_view", per_object(_best_view_derive, lambda d: d["ratio"], lambda d: d["visible_pixels"]),
+         _best_view_derive, ("object",), ("multi_view_choice",), conventions=("apparent_size",),
+         difficulty=by_view_ratio),
+    Rule("only_view", per_object(_only_view_derive, lambda d: max(d["visible_pixels"].values()),
+                                 lambda d: d["visible_pixels"]),
+         _only_view_derive, ("object",), ("multi_view_choice",)),
+    Rule("count", count_candidates, count_derive, (), ("numeric", "interval_choice"), complete_labels=True,
+         conventions=("counted",), difficulty=by_count),
+    Rule("count_beside", count_beside_candidates, count_beside_derive, ("anchor",), ("numeric",),
+         lambda t: f"count_beside:{t['answer_rule'].get('side', 'left')}", complete_labels=True,
+         conventions=("counted", "image_sides"), difficulty=by_count_beside),
+    Rule("order", order_candidates, order_derive, ("objects",), ("ordered_list",), _field, whole_order=True,
+         conventions=of_field, difficulty=by_field),
+    Rule("visible_set", visible_set_candidates, visible_set_derive, ("objects",), ("multiple_choice",),
+         lambda t: "visible", whole_order=True, difficulty=by_absent_lookalikes),
+    Rule("nearest_to", _nearest_to_candidates, _nearest_to_derive, ("anchor", "objects"), ("single_choice",),
+         conventions=("separation",), difficulty=by_image_ratio),
+    Rule("marked_nearest_to", _marked_nearest_candidates, _marked_nearest_derive, ("anchor", "marked"),
+         ("marked_object_choice",), lambda t: "nearest_to", conventions=("separation",),
+         difficulty=by_image_ratio),
+    Rule("distance", _distance_candidates, _distance_derive, ("a", "b"), ("numeric",),
+         conventions=("scale", "separation"), difficulty=constant("hard")),
+    Rule("reach", per_object(_reach_derive, lambda d: abs(d["distance_m"] - d["reach_m"])),
+         _reach_derive, ("object",), ("yes_no",), conventions=("reach", "scale"), difficulty=by_reach),
+    Rule("orbit", _orbit_candidates, _orbit_derive, ("pair",), ("single_choice",),
+         difficulty=by_turn("turn_degrees", 90, 45)),
+    Rule("grounding", _grounding_candidates, _grounding_derive, ("target", "marked"), ("grounding_choice",),
+         difficulty=by_grounding),
+)
 
 
 def register(rule: Rule, origin: str | None = None) -> Rule:
@@ -464,23 +471,20 @@ def register(rule: Rule, origin: str | None = None) -> Rule:
         caller = inspect.currentframe().f_back
         origin = caller.f_globals.get("__name__", "?") if caller else "?"
     registry.register("answer_rule", rule.name, rule, origin)
-    RULES[rule.name] = rule
     return rule
 
 
 def rule_for(template: dict[str, Any]) -> Rule:
     name = template["answer_rule"].get("rule")
     if name not in RULES:
-        from forge.registry import entries
-
-        RULES.update(entries("answer_rule"))  # rules of plugins loaded since
+        load_plugins()  # a plugin's rule registers when its plugin loads
     if name not in RULES:
         raise KeyError(f"template {template.get('id')!r}: unknown answer rule {name!r}; known: {sorted(RULES)}")
     rule = RULES[name]
     return rule.for_template(template) if rule.for_template is not None else rule
 
 
-for _rule in list(RULES.values()):
+for _rule in _BUILTIN_RULES:
     register(_rule, __name__)
 
 

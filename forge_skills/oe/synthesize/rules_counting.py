@@ -10,7 +10,7 @@ from forge_skills.oe.synthesize.fact_table import Candidate, FactTable
 from forge_skills.oe.synthesize.rule_margins import Derivation, _adm, held_problem, image_margin
 
 
-def _count_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+def count_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     min_vis = _adm(tpl, "min_visible_pixels", 1)
     category = slots.get("category")
     pool = [o for o in ft.objects if category is None or ft.category(o) == category]
@@ -24,12 +24,12 @@ def _count_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str
     return str(n), {"count": n, "visible_pixels": px}
 
 
-def _count_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
-    answer, d = _count_derive(ft, view, {}, tpl)
+def count_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+    answer, d = count_derive(ft, view, {}, tpl)
     return [Candidate({}, answer, float(d["count"]), d["visible_pixels"])] if answer is not None else []
 
 
-def _count_beside_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+def count_beside_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     """How many other objects lie on one side of the anchor in the image (by centre column).
     Every object on that side or near the anchor's column must be clearly in view or out of it
     (one on the other side cannot change the count), and none may sit so near the anchor's
@@ -60,16 +60,16 @@ def _count_beside_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: d
     return str(n), {"count": n, "side": side, "anchor": anchor, "offsets_px": others, "margin": margin}
 
 
-def _count_beside_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+def count_beside_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
     out = []
     for anchor in ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1))):
-        answer, d = _count_beside_derive(ft, view, {"anchor": anchor}, tpl)
+        answer, d = count_beside_derive(ft, view, {"anchor": anchor}, tpl)
         if answer is not None:
             out.append(Candidate({"anchor": anchor}, answer, d["margin"], d["offsets_px"], d))
     return out
 
 
-def _order_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+def order_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     rule = tpl["answer_rule"]
     names = list(slots["objects"])
     min_vis = _adm(tpl, "min_visible_pixels", 1)
@@ -96,18 +96,18 @@ def _order_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str
                                 **({"image_margin": round(min(seen), 4)} if seen else {})}
 
 
-def _order_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+def order_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
     count = int(tpl["slots"]["objects"].get("count", 3))
     visible = ft.visible(view, int(_adm(tpl, "min_visible_pixels", 1)))
     out = []
     for combo in itertools.combinations(visible, count):
-        answer, d = _order_derive(ft, view, {"objects": list(combo)}, tpl)
+        answer, d = order_derive(ft, view, {"objects": list(combo)}, tpl)
         if answer is not None:
             out.append(Candidate({"objects": list(combo)}, answer, d["margin"], d["values"], d))
     return out
 
 
-def _visible_set_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
+def visible_set_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: dict[str, Any]) -> Derivation:
     min_vis = _adm(tpl, "min_visible_pixels", 1)
     px = {n: ft.fact(n, view).visible_pixels for n in slots["objects"]}
     if any(p > 0 and not ft.clear(n, view, min_vis) for n, p in px.items()):
@@ -118,11 +118,11 @@ def _visible_set_derive(ft: FactTable, view: int, slots: dict[str, Any], tpl: di
     return ", ".join(seen), {"visible_pixels": px}
 
 
-def _visible_set_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
+def visible_set_candidates(ft: FactTable, view: int, tpl: dict[str, Any]) -> list[Candidate]:
     count = int(tpl["slots"]["objects"].get("count", 4))
     out = []
     for combo in itertools.combinations(ft.objects, count):
-        answer, d = _visible_set_derive(ft, view, {"objects": list(combo)}, tpl)
+        answer, d = visible_set_derive(ft, view, {"objects": list(combo)}, tpl)
         if answer is not None:
             out.append(Candidate({"objects": list(combo)}, answer, 0.0, d["visible_pixels"]))
     return out

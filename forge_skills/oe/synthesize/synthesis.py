@@ -23,7 +23,8 @@ from forge_skills.oe.synthesize.difficulty import BANDS
 from forge_skills.oe.synthesize.marker_place import place_among
 from forge_skills.oe.synthesize.conventions import instruction, statements
 from forge_skills.oe.synthesize.rules_scene import singular
-from forge_skills.oe.synthesize.media import draw_markers, draw_scale_bar, marker_layout, panel, path_plot, primitive_marker
+from forge_skills.oe.synthesize.media import (draw_markers, draw_scale_bar, marker_layout, panel, path_plot,
+                                              primitive_marker)
 from forge_skills.oe.synthesize.templates import read_template, resolve_label, template_code
 
 SCENE_LAYOUTS = ("multi_view", "frames", "first_last", "top_down_forward")

@@ -21,10 +21,13 @@ import re
 import string
 from collections import Counter
 from functools import lru_cache
+from collections.abc import Mapping
 from typing import Callable
 
+from forge.registry import register, view
 from forge_skills.oe.types import OEItem
-from forge_skills.oe.verify.blind_chance import Response, _form, _key, _sampled_chance, binomial_tail, chance, expected_score
+from forge_skills.oe.verify.blind_chance import (Response, _form, _key, _sampled_chance, binomial_tail, chance,
+                                                 expected_score)
 
 Solver = Callable[[list[tuple[str, OEItem]]], dict[str, Response]]
 LETTERS = string.ascii_uppercase
@@ -443,19 +446,16 @@ def marker_geometry(items):
     return _cross_fit(items, learn, apply)
 
 
-SOLVERS: dict[str, Solver] = {
-    "answer_prior": answer_prior,
-    "position_prior": position_prior,
-    "longest_option": longest_option,
-    "shortest_option": shortest_option,
-    "question_overlap": question_overlap,
-    "category_prior": category_prior,
-    "option_frequency": option_frequency,
-    "constant_number": constant_number,
-    "category_number": category_number,
-    "bag_of_words": bag_of_words,
-    "marker_geometry": marker_geometry,
-}
+# The built-in blind solvers, each registered as ``blind_solver:<name>``; SOLVERS is every
+# registered one (a question type's own solvers come with the question type).
+_BUILTIN = {"answer_prior": answer_prior, "position_prior": position_prior, "longest_option": longest_option,
+            "shortest_option": shortest_option, "question_overlap": question_overlap,
+            "category_prior": category_prior, "option_frequency": option_frequency,
+            "constant_number": constant_number, "category_number": category_number, "bag_of_words": bag_of_words,
+            "marker_geometry": marker_geometry}
+for _name, _solver in _BUILTIN.items():
+    register("blind_solver", _name, _solver)
+SOLVERS: Mapping[str, Solver] = view("blind_solver")
 
 
 def solvers_for(items: list[tuple[str, OEItem]]) -> dict[str, Solver]:

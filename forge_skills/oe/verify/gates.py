@@ -19,7 +19,8 @@ from forge.vocabulary import answer_form
 from forge_skills.oe.verify.blind_solvers import blind_report
 from forge_skills.oe.synthesize.difficulty import BANDS, band_quotas, steered, template_quotas, water_fill
 from forge_skills.oe.synthesize.slots import chosen_class
-from forge_skills.oe.verify.balance_gate import BALANCE_SLACK, balance_cap, kind_groups, place_balanced, select_classes, tolerance_bins
+from forge_skills.oe.verify.balance_gate import (BALANCE_SLACK, balance_cap, kind_groups, place_balanced,
+                                                 select_classes, tolerance_bins)
 from forge_skills.oe.verify.dependence_gates import independent
 
 GATE_A, GATE_B1, GATE_C1 = GateId("A"), GateId("B1"), GateId("C1")

@@ -436,7 +436,8 @@ def _naming_problem(binding: dict[str, Any], template: dict[str, Any], naming: d
 
 def _image_item_problem(row: dict[str, Any], key: dict[str, Any], template: dict[str, Any], binding: dict[str, Any],
                         record: dict[str, Any], package: Path) -> str | None:
-    from forge_skills.oe.verify.reverify_images import NOT_AN_IMAGE_RULE, expected_image_answer, recipe_problem, same_number
+    from forge_skills.oe.verify.reverify_images import (NOT_AN_IMAGE_RULE, expected_image_answer, recipe_problem,
+                                                        same_number)
 
     truth = expected_image_answer(template, binding["slots"], record, {})
     if truth is NOT_AN_IMAGE_RULE:
