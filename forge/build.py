@@ -17,7 +17,7 @@ from forge.errors import DefinitionError
 from forge.faults import FaultPlan
 from forge.executor import Executor
 from forge.gatelog import GateLog
-from forge.intent import load_intent, read_intent
+from forge.intent import load_intent, read_intent_document
 from forge.models.client import ModelClient
 from forge.models.roles import RoleContext
 from forge.export import export
@@ -60,12 +60,13 @@ def _build(intent_path: str | Path, options: BuildOptions) -> dict[str, Any]:
     if options.ablate is not None and options.ablate not in ABLATIONS:
         raise DefinitionError(f"unknown ablation {options.ablate!r}; choose from {', '.join(ABLATIONS)}")
     registry = discover()
-    raw = read_intent(intent_path)
+    document = read_intent_document(intent_path)  # read once: the track is decided from it, then it is validated
+    raw = document.data
     named = raw.get("track")
     spec = track(named if isinstance(named, str) and named in entries("track") else default_track())
     loaded = workflow = None
     if not spec.asks_before_planning(raw):
-        loaded = load_intent(intent_path)
+        loaded = load_intent(intent_path, document=document)
         workflow = compose(loaded, registry)  # type and precondition errors surface here, before any work
     store_dir = options.store_dir or default_store_dir(Path(intent_path))
     t0 = time.perf_counter()

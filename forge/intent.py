@@ -188,11 +188,17 @@ class LoadedIntent(BaseModel):
 
 def read_intent(path: str | Path) -> dict[str, Any]:
     """The intent file's mapping, parsed (bounded) but not validated."""
+    return read_intent_document(path).data
+
+
+def read_intent_document(path: str | Path) -> Any:
+    """The intent file parsed (bounded) with the line of every field, not validated: read once
+    by a build, which decides its track from it and then validates it (``load_intent``)."""
     p = _intent_path(path)
-    raw = read_yaml(p, INTENT_LIMITS, what="intent").data
-    if not isinstance(raw, dict):
-        raise IntentError(f"{p}: expected a mapping at the top level, found {type(raw).__name__}")
-    return raw
+    document = read_yaml(p, INTENT_LIMITS, what="intent")
+    if not isinstance(document.data, dict):
+        raise IntentError(f"{p}: expected a mapping at the top level, found {type(document.data).__name__}")
+    return document
 
 
 def _intent_path(path: str | Path) -> Path:
@@ -204,15 +210,15 @@ def _intent_path(path: str | Path) -> Path:
     return p
 
 
-def load_intent(path: str | Path, rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> LoadedIntent:
+def load_intent(path: str | Path, rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                document: Any = None) -> LoadedIntent:
     """Read and validate ``path``; every failure is an :class:`IntentError` naming the field.
     ``rewrite`` may change the parsed mapping before validation (a coordinator's proposal, a
-    synthesizer's template folder); errors still name the file's lines."""
+    synthesizer's template folder); errors still name the file's lines. ``document``: the file as
+    ``read_intent_document`` already parsed it."""
     p = _intent_path(path)
-    document = read_yaml(p, INTENT_LIMITS, what="intent")
+    document = document if document is not None else read_intent_document(p)
     raw, lines = document.data, document.lines
-    if not isinstance(raw, dict):
-        raise IntentError(f"{p}: expected a mapping at the top level, found {type(raw).__name__}")
     if rewrite is not None:
         raw = rewrite(raw)
     try:

@@ -11,13 +11,9 @@ is in the cache are scored without a request, and only the rest go to the model.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from forge.evaluation import records
 from forge.evaluation.package import EvalPackage, load_package
@@ -28,33 +24,11 @@ from forge.evaluation.spec import ModelSpec, parse_spec
 from forge.models import ModelClient, ModelError, Question
 from forge.models import cache as response_cache
 from forge.models.prompt import Prompt
+from forge.evaluation.session import EvalOptions, evaluation_session, write_report
 from forge.store import Store, now
 
 ROLE = "eval"  # the model-layer role name evaluation answers are cached and accounted under
 STAGE = "eval"
-EVAL_DIR = ".eval"  # beside the released files of a package; never listed in its manifest
-
-
-@dataclass
-class EvalOptions:
-    store_dir: Path | None = None  # default: PACKAGE/.eval
-    limit: int | None = None  # only the first N items (in items.jsonl order)
-    batch: int | None = None  # items per batch (default: 4 x the role's concurrency)
-    progress: Callable[[str, int, int], None] | None = None  # (model, done, total)
-    media: bool = True  # attach the items' images (False: the text alone, for a text-only model)
-
-
-def eval_dir(package: Path, store_dir: Path | None) -> Path:
-    return Path(store_dir) if store_dir is not None else Path(package) / EVAL_DIR
-
-
-def report_path(package: EvalPackage, spec: ModelSpec, store_dir: Path | None) -> Path:
-    """PACKAGE/.eval/<model>.json; with ``--store DIR``, DIR/reports/<package>/<model>.json."""
-    if store_dir is None:
-        return package.path / EVAL_DIR / f"{spec.slug}.json"
-    return Path(store_dir) / "reports" / package.label / f"{spec.slug}.json"
-
-
 def track_evaluator(package: Any) -> Any:
     """The registered evaluator of the package's track (``package_evaluator:<track>``), if its
     track evaluates packages its own way; None for question items."""
@@ -75,33 +49,20 @@ def evaluate(package: str | Path | EvalPackage, model: str | ModelSpec, options:
     options = options or EvalOptions()
     pkg = package if isinstance(package, EvalPackage) else load_package(package)
     spec = model if isinstance(model, ModelSpec) else parse_spec(model)
-    own_store = store is None
-    store = store or Store(eval_dir(pkg.path, options.store_dir), wait_s=10.0)
-    own_client = client is None and spec.role is not None
-    try:
-        records.ensure_table(store)
-        run_id = f"eval-{uuid.uuid4().hex[:12]}"
+    with evaluation_session(pkg.path, options, store, client) as run:
+        records.ensure_table(run.store)
         items = pkg.items[: options.limit] if options.limit is not None else pkg.items
-        before = records.stored(store, pkg.digest, spec.key)
+        before = records.stored(run.store, pkg.digest, spec.key)
         todo = [it for it in items if it["id"] not in before]
         if spec.solver is not None:
-            _run_solver(pkg, spec, todo, store, run_id, options)
+            _run_solver(pkg, spec, todo, run.store, run.run_id, options)
         elif todo:
-            client = client or ModelClient(store, build_id=run_id, seed=0)
-            _run_model(pkg, spec, todo, store, client, run_id, options, done_before=len(items) - len(todo),
-                       total=len(items))
-        rows = records.stored(store, pkg.digest, spec.key)
-        report = summarize(pkg, spec, [rows[it["id"]] for it in items], run_id=run_id,
+            _run_model(pkg, spec, todo, run.store, run.model_client(), run.run_id, options,
+                       done_before=len(items) - len(todo), total=len(items))
+        rows = records.stored(run.store, pkg.digest, spec.key)
+        report = summarize(pkg, spec, [rows[it["id"]] for it in items], run_id=run.run_id,
                            reused=len(items) - len(todo))
-    finally:
-        if own_client and client is not None:
-            client.close()
-        if own_store:
-            store.close()
-    path = report_path(pkg, spec, options.store_dir)
-    report["report_path"] = str(path)
-    _write_json(path, report)
-    return report
+    return write_report(report, pkg, spec, options)
 
 
 # -- answering --------------------------------------------------------------------------------
@@ -316,15 +277,3 @@ def render(report: dict[str, Any]) -> str:
         lines.append("  simulated: a built-in solver answered, not a model")
     lines.append(f"  report: {report.get('report_path', '-')}")
     return "\n".join(lines)
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

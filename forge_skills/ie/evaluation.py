@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -39,7 +38,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from forge.errors import UsageError
-from forge.evaluation.run import EVAL_DIR, EvalOptions, _write_json, eval_dir
+from forge.evaluation.session import EvalOptions, evaluation_session, write_report
 from forge.store import Store, now
 
 TABLE = "eval_episodes"
@@ -247,31 +246,19 @@ def _agent_spec(agent: Any) -> Any:
     return parse_agent(str(agent))
 
 
-def report_path(pkg: IEPackage, spec: Any, store_dir: Path | None) -> Path:
-    if store_dir is None:
-        return pkg.path / EVAL_DIR / f"{spec.slug}.json"
-    return Path(store_dir) / "reports" / pkg.label / f"{spec.slug}.json"
-
-
 def evaluate_agent(package: str | Path | IEPackage, agent: Any, options: EvalOptions | None = None, *,
                    store: Store | None = None, client: Any = None) -> dict[str, Any]:
     """Run ``agent`` on every task of an IE package (resumable) and return its report (also written)."""
     options = options or EvalOptions()
     pkg = package if isinstance(package, IEPackage) else load_ie_package(package)
     spec = _agent_spec(agent)
-    own_store = store is None
-    store = store or Store(eval_dir(pkg.path, options.store_dir), wait_s=10.0)
-    run_id = f"eval-{uuid.uuid4().hex[:12]}"
-    own_client = client is None and spec.kind == "model"
-    try:
+    with evaluation_session(pkg.path, options, store, client) as run:
+        store, run_id = run.store, run.run_id
         ensure_table(store)
         ids = pkg.task_ids[: options.limit] if options.limit is not None else pkg.task_ids
         before = stored(store, pkg.digest, spec.key)
         todo = [t for t in ids if t not in before]
-        if own_client and todo:
-            from forge.models import ModelClient
-
-            client = ModelClient(store, build_id=run_id, seed=0)
+        client = run.model_client() if spec.kind == "model" and todo else run.client
         done = len(ids) - len(todo)
         for tid in todo:
             start = time.perf_counter()
@@ -287,15 +274,7 @@ def evaluate_agent(package: str | Path | IEPackage, agent: Any, options: EvalOpt
                 options.progress(spec.spec, done, len(ids))
         records = stored(store, pkg.digest, spec.key)
         report = summarize(pkg, spec, [records[t] for t in ids], run_id=run_id, reused=len(ids) - len(todo))
-    finally:
-        if own_client and client is not None:
-            client.close()
-        if own_store:
-            store.close()
-    path = report_path(pkg, spec, options.store_dir)
-    report["report_path"] = str(path)
-    _write_json(path, report)
-    return report
+    return write_report(report, pkg, spec, options)
 
 
 def summarize(pkg: IEPackage, spec: Any, records: Sequence[dict[str, Any]], *, run_id: str | None = None,
