@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from forge.errors import DefinitionError
+
 
 class SourceSpec(BaseModel):
     """Base of a source kind's intent section."""
@@ -47,3 +49,16 @@ def source_kinds() -> dict[str, type[SourceSpec]]:
     from forge.registry import entries
 
     return entries("source_kind")
+
+
+def own_section(sources: list[dict[str, Any]], kind: str, index: int | None) -> dict[str, Any]:
+    """The intent section a source's plan reads: the one at ``index`` (the runner gives each
+    source's plan its own index, whatever kind the section is), else the first of ``kind`` (a plan
+    skill invoked on its own)."""
+    if index is not None:
+        return sources[index]
+    try:
+        return next(s for s in sources if s.get("kind") == kind)
+    except StopIteration:
+        raise DefinitionError(f"the blueprint has no {kind!r} source; its sources: "
+                              f"{[s.get('kind') for s in sources]}") from None

@@ -139,6 +139,15 @@ class WorkflowRunner:
             ids.update((state.get("source_ids") or {}).get(str(node.source), {}))
         return ids
 
+    def unit_fanout(self, node: WorkflowNode, parameter: str, count: int) -> list[dict[str, Any]]:
+        """One parameter set per unit of a source's plan node. A plan skill whose parameters
+        declare ``source_index`` is told which of the intent's sources it plans for, so it reads
+        that source's own section (two sources of one kind, or a plugin's kind reusing a built-in
+        plan) and each source's units are its own invocations."""
+        fields = getattr(node.skill.params_model, "model_fields", {})
+        own = {"source_index": node.source} if "source_index" in fields and node.source is not None else {}
+        return [{parameter: k, **own} for k in range(count)]
+
     def run_role(self, node: WorkflowNode, state: BuildState, what: str | None = None) -> dict[str, Any]:
         """The default handler: run the node, require output, hand its verified ids on (a
         source's node also under its own source)."""

@@ -179,3 +179,24 @@ def test_planned_run_keys_are_the_digest_of_their_parts(tmp_path):
                 alone = make_invocation(node, inv.inputs, inv.params, repair=repair)
                 assert alone.run_key == inv.run_key and alone.params == inv.params
         executor.close()
+
+
+@pytest.mark.skipif(not DOTA.is_dir(), reason="../shared/data/aerial_dota is absent")
+def test_each_sources_plan_is_told_which_section_it_reads():
+    """A plan skill declaring ``source_index`` is given its source's index, so it reads its own
+    section of the intent: a plugin's source kind can reuse a built-in plan (which otherwise looks
+    its section up by the built-in kind's name), and each source's units are its own invocations."""
+    from types import SimpleNamespace
+
+    from forge_skills.oe.collect.layout import start_plan
+
+    runner = _oe_runner(ROOT / "examples" / "uav_mixed.yaml")
+    ground, images = runner.workflow.node("plan"), runner.workflow.node("plan@1")
+    assert runner.unit_fanout(ground, "scene_index", 2) == [{"scene_index": 0, "source_index": 0},
+                                                            {"scene_index": 1, "source_index": 0}]
+    assert runner.unit_fanout(images, "scene_index", 1) == [{"scene_index": 0, "source_index": 1}]
+    own = {"kind": "lab_tabletop", "objects": {"min": 3, "max": 3}, "categories": None}
+    bp = SimpleNamespace(seed=1, name="lab", sources=[{"kind": "image_folder"}, own])
+    assert start_plan(0, bp, "pybullet_tabletop", "tabletop", source_index=1).source is own
+    with pytest.raises(Exception, match="no 'pybullet_tabletop' source"):
+        start_plan(0, bp, "pybullet_tabletop", "tabletop")

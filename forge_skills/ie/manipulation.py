@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
+from forge.sources import own_section
 from forge.artifact_types import ArtifactContent
 from forge.keys import canonical_json, digest
 from forge.registry import register
@@ -86,12 +87,13 @@ class ManipulationStructure(ArtifactContent):
 
 class UnitParams(BaseModel):
     unit_index: int
+    source_index: int | None = None  # which of the intent's sources it plans for (the runner says)
 
 
 @skill("ie.plan_manipulation_units", stage="S2", params=UnitParams)
 def plan_manipulation_units(ctx: SkillContext, blueprint: IEBlueprint) -> list[ManipulationUnit]:
     """Environments in turn (those whose scene types the blueprint targets), a seed each."""
-    src = next(s for s in blueprint.sources if s["kind"] == "robosuite_tasks")
+    src = own_section(blueprint.sources, "robosuite_tasks", ctx.params.source_index)
     envs = [e for e in src["envs"] if SCENE_TYPES[e] in blueprint.targets]
     demos = [d for d in src.get("demo_units", []) if d["env"] in envs]
     i = ctx.params.unit_index

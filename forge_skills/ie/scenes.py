@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
+from forge.sources import own_section
 from forge.keys import canonical_json, digest, file_digest
 from forge.skills import SkillContext, skill
 from forge_resources.household import HouseholdEnv
@@ -58,12 +59,13 @@ def unit_of(pool: list[dict[str, str]], index: int, scene_types: list[str]) -> t
 
 class UnitParams(BaseModel):
     unit_index: int
+    source_index: int | None = None  # which of the intent's sources it plans for (the runner says)
 
 
 @skill("ie.plan_household_units", stage="S2", params=UnitParams)
 def plan_household_units(ctx: SkillContext, blueprint: IEBlueprint) -> list[HouseholdUnit]:
     """Which floor plan and variation this unit is."""
-    src = next(s for s in blueprint.sources if s["kind"] == "household")
+    src = own_section(blueprint.sources, "household", ctx.params.source_index)
     pool = src["pool"]
     types = [t for t in SCENE_TYPES if t in blueprint.targets]
     entry, variation = unit_of(pool, ctx.params.unit_index, types)

@@ -142,7 +142,7 @@ class StageRunner(BuildQueries, Screening, TopUps, WorkflowRunner):
         if not units:
             bp = self._blueprint()
             units = {str(i): int(src[self.scales[i]["field"]]) for i, src in enumerate(bp.sources)}
-        node.fanout = [{self.scales[node.source]["parameter"]: k} for k in range(units[str(node.source)])]
+        node.fanout = self.unit_fanout(node, self.scales[node.source]["parameter"], units[str(node.source)])
         return {**self.run_role(node, state, "scene specification"), "units": units}
 
     def templates(self, node: WorkflowNode, state: BuildState) -> dict[str, Any]:

@@ -20,7 +20,7 @@ OVERVIEW_ALTITUDE = 11.0
 @skill("collect.plan_ground_scenes", stage="S2", params=SceneParams, reads=catalogue_file)
 def plan_ground_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneSpec]:
     """One seeded ground layout and the embodiment's cameras over it."""
-    plan = start_plan(ctx.params.scene_index, blueprint, "pybullet_ground", "ground")
+    plan = start_plan(ctx.params.scene_index, blueprint, "pybullet_ground", "ground", ctx.params.source_index)
     cat, src, index, categories, seed, rng = (plan.catalogue, plan.source, plan.index, plan.categories,
                                               plan.seed, plan.rng)
     mount = cat["embodiments"][src["embodiment"]]

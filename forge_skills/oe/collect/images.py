@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from forge_skills.oe.types import (Blueprint, EvidenceObject, EvidenceRecord, EvidenceView, ImageLabel, ImageRecord,
                                    ImageUnit, ObjectViewFact, ViewRecord)
 from forge_skills.oe.structure.source_rules import descriptor_reads, source_rules
+from forge.sources import own_section
 from forge.skills import SkillContext, skill
 from forge_resources.image_folder import adapter_for, clip_polygon, file_sha256, parse_dota, polygon_area
 
@@ -23,12 +24,13 @@ KEEP_FRACTION = 0.7
 
 class UnitParams(BaseModel):
     scene_index: int
+    source_index: int | None = None  # which of the intent's sources it plans for (the runner says)
 
 
 @skill("collect.plan_image_units", stage="S2", params=UnitParams)
 def plan_image_units(ctx: SkillContext, blueprint: Blueprint) -> list[ImageUnit]:
     """The unit at this index of the folder, with the SHA-256 of every file it reads."""
-    src = next(s for s in blueprint.sources if s["kind"] == "image_folder")
+    src = own_section(blueprint.sources, "image_folder", ctx.params.source_index)
     root = Path(src["root"])
     units = adapter_for(src["adapter"]).units(root, src)
     if ctx.params.scene_index >= len(units):

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from forge_skills.oe.types import ObjectSpec
 from forge.keys import digest
+from forge.sources import own_section
 from forge_resources.pybullet_sim import catalogue, catalogue_path
 
 
@@ -16,6 +17,7 @@ class SceneParams(BaseModel):
     """A plan skill runs once per scene index, so adding scenes never changes existing ones."""
 
     scene_index: int
+    source_index: int | None = None  # which of the intent's sources it plans for (the runner says)
 
 
 def catalogue_file(params: dict) -> dict[str, str]:
@@ -36,11 +38,11 @@ class PlanStart:
     rng: Any
 
 
-def start_plan(scene_index: int, blueprint: Any, kind: str, layout: str) -> PlanStart:
+def start_plan(scene_index: int, blueprint: Any, kind: str, layout: str, source_index: int | None = None) -> PlanStart:
     import numpy as np
 
     cat = catalogue()
-    src = next(s for s in blueprint.sources if s["kind"] == kind)
+    src = own_section(blueprint.sources, kind, source_index)
     seed = scene_seed(blueprint.seed, blueprint.name, scene_index, layout)
     return PlanStart(cat, src, scene_index, check_categories(src.get("categories"), cat, layout), seed,
                      np.random.default_rng(seed))

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field
 
+from forge.sources import own_section
 from forge.artifact_types import ArtifactContent
 from forge_skills.oe.types import Blueprint, CameraSpec, SourceRecord
 from forge.contracts import CheckContext, Outcome, check
@@ -55,7 +56,7 @@ def plan_demo_frames(ctx: SkillContext, blueprint: Blueprint) -> list[DemoFrame]
     from forge_resources.robosuite.demo_frames import unit_moment
 
     index = ctx.params.scene_index
-    src = next(s for s in blueprint.sources if s["kind"] == "robosuite_demos")
+    src = own_section(blueprint.sources, "robosuite_demos", ctx.params.source_index)
     demo, state = unit_moment(src["root"], index)
     rng = np.random.default_rng(scene_seed(blueprint.seed, blueprint.name, index, f"demo:{demo.name}:{state}"))
     cameras = camera_rig(rng, demo.env_name, src["views"], src["image"]["width"], src["image"]["height"],
@@ -111,7 +112,7 @@ def plan_demo_clips(ctx: SkillContext, blueprint: Blueprint) -> list[DemoClip]:
     from forge_resources.robosuite.demo_frames import unit_clip
 
     index = ctx.params.scene_index
-    src = next(s for s in blueprint.sources if s["kind"] == "robosuite_demo_clips")
+    src = own_section(blueprint.sources, "robosuite_demo_clips", ctx.params.source_index)
     demo, states = unit_clip(src["root"], index, src["frames"], src["stride"])
     rng = np.random.default_rng(scene_seed(blueprint.seed, blueprint.name, index, f"clip:{demo.name}:{states[0]}"))
     cam = camera_rig(rng, demo.env_name, 2, src["image"]["width"], src["image"]["height"],

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from pydantic import Field
 
+from forge.sources import own_section
 from forge.artifact_types import ArtifactContent
 from forge_skills.oe.types import Blueprint, CameraSpec, ObjectState, SourceRecord, ViewRecord
 from forge.contracts import CheckContext, Outcome, check
@@ -58,7 +59,7 @@ def plan_robosuite_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[Robos
     """One scene: which environment, its placement seed and a rig of free cameras. Scenes take
     the environments in turn, so every one is represented at any scene count."""
     index = ctx.params.scene_index
-    src = next(s for s in blueprint.sources if s["kind"] == "robosuite_scenes")
+    src = own_section(blueprint.sources, "robosuite_scenes", ctx.params.source_index)
     env_name = src["envs"][index % len(src["envs"])]
     seed = scene_seed(blueprint.seed, blueprint.name, index, f"robosuite:{env_name}")
     rng = np.random.default_rng(seed)

@@ -26,7 +26,7 @@ SPEED_M_PER_S = 0.5
 @skill("collect.plan_room_scenes", stage="S2", params=SceneParams, reads=catalogue_file)
 def plan_room_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneSpec]:
     """One seeded room: furniture, objects on and in it, and the embodiment's camera path."""
-    plan = start_plan(ctx.params.scene_index, blueprint, "pybullet_room", "room")
+    plan = start_plan(ctx.params.scene_index, blueprint, "pybullet_room", "room", ctx.params.source_index)
     cat, src, index, categories, seed, rng = (plan.catalogue, plan.source, plan.index, plan.categories,
                                               plan.seed, plan.rng)
     mount = cat["embodiments"][src["embodiment"]]

@@ -29,7 +29,7 @@ def plan_tabletop_scenes(ctx: SkillContext, blueprint: Blueprint) -> list[SceneS
 
     One invocation per scene index, so adding scenes later never changes existing ones.
     """
-    plan = start_plan(ctx.params.scene_index, blueprint, "pybullet_tabletop", "tabletop")
+    plan = start_plan(ctx.params.scene_index, blueprint, "pybullet_tabletop", "tabletop", ctx.params.source_index)
     cat, src, index, categories, seed, rng = (plan.catalogue, plan.source, plan.index, plan.categories,
                                               plan.seed, plan.rng)
     n = int(rng.integers(src["objects"]["min"], src["objects"]["max"] + 1))
