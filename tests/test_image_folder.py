@@ -107,7 +107,9 @@ def test_incomplete_labels_rule_out_counts_and_absences(tmp_path):
     """DOTA's labels are not exhaustive: by default no count or presence item is made, the
     composition says why, and the other capabilities take the share."""
     intent = _intent(tmp_path, "aerial-default", {"kind": "image_folder", "adapter": "dota", "root": str(DOTA)},
-                     {"items": 30, "capabilities": ["counting", "visibility", "metric_distance"],
+                     # 20 items: the 11 images give about 12 visibility items the gates accept, so
+                     # 15 of each (30 items) passed or failed with whichever bindings were drawn.
+                     {"items": 20, "capabilities": ["counting", "visibility", "metric_distance"],
                       "question_types": ["numeric", "grounding_choice"]})
     summary = run_build(intent, tmp_path / "store", tmp_path / "out")
     comp = json.loads((Path(summary["package_path"]) / "composition.json").read_text())
