@@ -33,7 +33,8 @@ OPERATORS = ("local_field_repair", "template_rebinding", "candidate_resynthesis"
              "upstream_rollback", "final_rejection")
 
 # Failure category -> (operator, escalation operator for a repeated symptom of one producer): the
-# engine's own categories. A track adds the routes of its requirements' categories (Track.repair_routes).
+# engine's own categories. A track adds the routes of its requirements' categories
+# (Track.repair_routes); a category no route names ends its lineage (final_rejection).
 ROUTES: dict[str, tuple[str, str | None]] = {
     "invalid_evidence": ("upstream_rollback", None),
     "invalid_source": ("upstream_rollback", None),

@@ -1,12 +1,14 @@
-"""Built-in skills, grouped by stage (``collect``, ``structure``, ``synthesize``, ``verify``,
-``package``, ``repair``), the Offline-EQA track that uses them (``oe``) and the Interactive
-Embodied track (``ie``).
+"""Built-in skills: the Offline-EQA track in one home (``oe``, with its stages ``collect``,
+``structure``, ``synthesize``, ``verify``, ``package`` and ``repair``), the Interactive Embodied
+track (``ie``), and what both share (``package``: gates E and F, reports and exports;
+``scoring``: the item scorer; ``evaluate``: the IRT diagnosis).
 
 Importing this package (the ``builtin`` plugin) registers the skills, contract checks, answer
-rules and planted faults of its modules, and registers with the engine what it looks up by
-kind: the OE track, the source kinds, capabilities and question types, the OE item scorer and
-the colour vocabulary blind solvers strip, the template library, the re-verifier, and the
-folders of built-in contracts and resource descriptors."""
+rules, blind solvers and planted faults of its modules, and registers with the engine what it
+looks up by kind: the tracks, the IE worlds, the source kinds, capabilities and question types,
+the OE item scorer and the colour vocabulary blind solvers strip, the template library, the
+re-verifiers, gate E's episode panel, and the folders of built-in contracts and resource
+descriptors."""
 
 import importlib.resources
 from pathlib import Path

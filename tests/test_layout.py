@@ -138,3 +138,21 @@ def test_no_module_is_over_500_lines():
     long = {str(p.relative_to(ROOT)): n for folder in PACKAGES.values() for p in (ROOT / folder).rglob("*.py")
             if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
     assert not long, long
+
+
+def test_code_that_moved_behind_the_registry_still_counts_for_what_runs_it():
+    """Gate E's assessment runs the IE track's episode panel through the registry: the panel's
+    code (agents, episodes, metrics) is part of the assessment's code version. The panel memo's
+    key covers every module the simulated replies come from."""
+    from forge.evaluation import item_memo
+    from forge.skills import REGISTRY, discover
+
+    discover()
+    labels = set(REGISTRY.get("package.assess").data_files({}))
+    assert {"code episode_panel:builtin forge_skills.ie.episode_panel",
+            "code episode_panel:builtin forge_skills.ie.evaluation",
+            "code episode_panel:builtin forge_skills.ie.agents"} <= labels, sorted(labels)[:10]
+    here = Path(item_memo.__file__).parent
+    replies = {"solvers", "responses", "run", "session"}  # what the built-in members answer with
+    assert replies <= {Path(name).stem for name in item_memo._CODE}
+    assert all((here / name).is_file() for name in item_memo._CODE)

@@ -198,5 +198,9 @@ def test_each_sources_plan_is_told_which_section_it_reads():
     own = {"kind": "lab_tabletop", "objects": {"min": 3, "max": 3}, "categories": None}
     bp = SimpleNamespace(seed=1, name="lab", sources=[{"kind": "image_folder"}, own])
     assert start_plan(0, bp, "pybullet_tabletop", "tabletop", source_index=1).source is own
+    # ... and draws its own layouts, not those of the built-in kind at the same index.
+    builtin = SimpleNamespace(seed=1, name="lab", sources=[{**own, "kind": "pybullet_tabletop"}])
+    assert start_plan(0, bp, "pybullet_tabletop", "tabletop", source_index=1).seed != \
+        start_plan(0, builtin, "pybullet_tabletop", "tabletop", source_index=0).seed
     with pytest.raises(Exception, match="no 'pybullet_tabletop' source"):
         start_plan(0, bp, "pybullet_tabletop", "tabletop")

@@ -21,7 +21,7 @@ from forge.keys import digest
 # pkg.memo kinds kept: ("reply", item id, reply) -> (reading, parsed, valid, score)
 KEPT = frozenset({"reply"})
 SOLVERS = ("solvers",)  # pkg.memo entry holding the solvers' shared memo (SolverContext.memo)
-_CODE = ("solvers.py", "run.py", "prompt.py", "package.py", "item_memo.py")  # beside this module
+_CODE = ("solvers.py", "responses.py", "run.py", "session.py", "prompt.py", "package.py", "item_memo.py")  # beside this module
 _PLAIN = (str, int, float, bool, type(None))
 _KEY_PARTS = frozenset({str, int, bool})  # what JSON gives back as it was and a tuple can hash
 

@@ -29,7 +29,7 @@ from forge.artifact_types import Package
 from forge.keys import digest
 from forge.skills import SkillContext, skill
 from forge_skills.ie.types import IEBlueprint, IETask
-from forge_skills.ie.world import world as world_of
+from forge_skills.ie.world import default_environment, world as world_of
 
 VISIBLE = ("task_id", "scene", "scene_type", "split", "instruction", "action_interface", "max_steps")
 HIDDEN = ("task_type", "difficulty", "goal", "verifier", "reference_plan", "subtasks", "budget_steps")
@@ -51,6 +51,8 @@ def ie_package(ctx: SkillContext, blueprint: IEBlueprint, tasks: list[IETask]) -
     rows = []
     for _, task in selected:
         visible = {k: getattr(task, k) for k in VISIBLE}
+        if task.environment != default_environment():  # which world runs it, for every reader of the task
+            visible["environment"] = task.environment
         visible.update({k: getattr(task, k) for k in world_of(task.environment).shows})
         rows.append(visible)
         files[f"tasks/{task.task_id}.json"] = ctx.put_blob(_json(visible))

@@ -24,7 +24,8 @@ class IEWorld:
     # What a package of this world ships beside its tasks: ``files`` (a function giving name ->
     # bytes), ``scenes``, ``kind``, ``licence``, and README lines ``run``, ``check``, ``episodes``.
     package: dict[str, Any]
-    # Task fields the visible task shows beyond the common ones (a world with its own budget).
+    # Task fields the visible task shows beyond the common ones and ``environment`` (which every
+    # task of a world other than the default shows): a world with its own budget shows it.
     shows: tuple[str, ...] = field(default_factory=tuple)
 
 

@@ -34,6 +34,6 @@ HOUSEHOLD = IEWorld(name=IETask.model_fields["environment"].default, checks=HOUS
 MANIPULATION_WORLD = IEWorld(name=MANIPULATION, checks=ROBOSUITE_CHECKS, reverify=reverify_task,
                              run_episode=run_manipulation_episode, questions=manipulation_questions,
                              answer_from_log=manipulation_answers, package=MANIPULATION_PACKAGE,
-                             shows=("environment", "budget"))
+                             shows=("budget",))
 for _world in (HOUSEHOLD, MANIPULATION_WORLD):
     register("ie_world", _world.name, _world)

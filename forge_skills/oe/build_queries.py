@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from forge_skills.oe.verify.gates import GATE_C1
+
 
 class BuildQueries:
     """The OE runner's queries of this build's artifacts (mixed into StageRunner)."""
@@ -24,7 +26,7 @@ class BuildQueries:
                           f"against chance {report['chance']:.2f}")
                 for iid in self.item_stats.get("blind_held", []):
                     if self.executor.load(iid).template == template and iid not in handled:
-                        failures[iid] = ("C1", detail)
+                        failures[iid] = (GATE_C1.value, detail)
         return failures
 
     def _verified_in_build(self) -> int:

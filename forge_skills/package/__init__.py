@@ -1,1 +1,2 @@
-"""S5 package: the release, and the files shipped in it (scorer, media drawing, rebuild)."""
+"""What both tracks' packages share at S5: gates E and F (the panel, the response matrix, the
+IRT diagnosis), the report, the exports and the package checks."""

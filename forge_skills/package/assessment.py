@@ -66,7 +66,7 @@ def _one_field_per_line(obj: dict[str, Any]) -> bytes:
     return ("{\n" + ",\n".join(fields) + "\n}\n").encode()
 
 
-@skill("package.assess", stage="S5", params=AssessParams)
+@skill("package.assess", stage="S5", params=AssessParams, consults=("episode_panel",))
 def assess(ctx: SkillContext, package: Package) -> list[Package]:
     """Gates E and F over the released items, the evaluation report and the exports."""
     p = ctx.params

@@ -43,7 +43,9 @@ def start_plan(scene_index: int, blueprint: Any, kind: str, layout: str, source_
 
     cat = catalogue()
     src = own_section(blueprint.sources, kind, source_index)
-    seed = scene_seed(blueprint.seed, blueprint.name, scene_index, layout)
+    # A plugin's kind planning with this skill draws its own layouts, not those of the built-in kind.
+    seed = scene_seed(blueprint.seed, blueprint.name, scene_index,
+                      layout if src.get("kind") == kind else f"{layout}:{src.get('kind')}")
     return PlanStart(cat, src, scene_index, check_categories(src.get("categories"), cat, layout), seed,
                      np.random.default_rng(seed))
 

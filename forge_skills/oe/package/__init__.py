@@ -1,1 +1,2 @@
-"""The OE release: the package skill and the media rebuild a package ships."""
+"""The OE release: the package skill (items, answer key, media, scorer, composition) and the media
+rebuild a package ships."""

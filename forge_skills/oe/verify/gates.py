@@ -408,14 +408,18 @@ class StoreMemo(dict):
 
 @lru_cache(maxsize=1)
 def blind_code_version() -> str:
-    """The solvers', chance's and scorer's source: a report computed by other code is not reused."""
+    """The solvers', chance's and scorer's source (a plugin's blind solvers too): a report computed
+    by other code is not reused."""
     import inspect
 
-    from forge.registry import lookup
+    from forge.registry import entries, lookup, registered_code
     from forge_skills.oe.verify import blind_chance, blind_solvers
 
     scorer = inspect.getsourcefile(lookup("scorer", "oe"))
+    plugged = sorted({path for name, solver in entries("blind_solver").items()
+                      if getattr(solver, "__module__", None) != blind_solvers.__name__
+                      for path in registered_code("blind_solver", name).values()})
     return digest(*(Path(m.__file__).read_text() for m in (blind_solvers, blind_chance)),
-                  Path(scorer).read_text() if scorer else "")
+                  Path(scorer).read_text() if scorer else "", *(Path(p).read_text() for p in plugged))
 
 
