@@ -277,7 +277,7 @@ def test_select_all_answers_are_balanced_by_how_many_they_choose(wide):
         chosen = [k % 3] if k < 24 else [k % 3, (k + 1) % 3]
         options = [f"shape{k}{letter}" for letter in "abc"]
         items[hashlib.sha256(str(k).encode()).hexdigest()[:32]] = real.model_copy(update={
-            "options": options, "answer_indices": sorted(chosen),
+            "options": options, "option_values": options, "answer_indices": sorted(chosen),
             "answer": ", ".join(options[i] for i in sorted(chosen))})
     assert {answer_class(it) for it in items.values()} == {"1 chosen", "2 chosen"}
     kept = balance_answers(GateLog("t"), items, BALANCE_SLACK, 8)
