@@ -65,7 +65,8 @@ class InvocationMaker:
     """Invocations of one node over many input combinations: each distinct parameter set is
     validated, and the run key's part before the inputs hashed, once (a one-template rebuild plans
     54,000 bindings at 10,000 items, nearly all with the same parameters). The keys are those
-    ``digest(ENGINE_FORMAT_VERSION, skill, code version, params, inputs[, repair])`` gives."""
+    ``digest(ENGINE_FORMAT_VERSION, skill, code version, params less locations, inputs[, repair])``
+    gives."""
 
     def __init__(self, node: WorkflowNode, module_version: str | None = None) -> None:
         self.node = node
@@ -78,7 +79,7 @@ class InvocationMaker:
         data_files = spec.data_files(valid)
         code_version = digest(self.module_version, data_identity(data_files))
         prefix = hashlib.sha256()
-        for part in (ENGINE_FORMAT_VERSION, spec.name, code_version, valid):
+        for part in (ENGINE_FORMAT_VERSION, spec.name, code_version, spec.key_params(valid)):
             _add(prefix, part)
         return valid, data_files, prefix
 

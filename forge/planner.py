@@ -177,7 +177,7 @@ def template_file_fanout(loaded: LoadedIntent) -> list[dict[str, Any]]:
 
     families = sorted({f for s in loaded.intent.sources for f in descriptor(s.kind).templates})
     refs = lookup("template_library", "builtin")(families, [loaded.resolve(d) for d in loaded.intent.templates_dirs])
-    return [{"template": name, "label": label} for name, (label, _path) in sorted(refs.items())]
+    return [{"template": name, "label": label, "path": str(path)} for name, (label, path) in sorted(refs.items())]
 
 
 def available_templates(loaded: LoadedIntent) -> list[dict[str, Any]]:

@@ -31,6 +31,8 @@ from forge.errors import DefinitionError, PrerequisiteError
 from forge.keys import canonical_json, digest
 from forge.registry import entries, register, registered_code, view
 
+LOCATION = {"location": True}  # a parameter field that says where a file is (see ``SkillSpec.key_params``)
+
 STAGES = ("S1", "S2", "S3", "S4", "S5")
 STAGE_NAMES = {
     "S1": "blueprint", "S2": "collect", "S3": "structure", "S4": "synthesize", "S5": "verify+package",
@@ -87,6 +89,16 @@ class SkillSpec:
 
     def code_version(self, params: dict[str, Any]) -> str:
         return digest(self.module_version(), data_identity(self.data_files(params)))
+
+    def key_params(self, valid: dict[str, Any]) -> dict[str, Any]:
+        """The validated parameters that make a run what it is: a field marked as a location
+        (``Field(json_schema_extra=LOCATION)``) says where a file is, not what it holds (the
+        data files' hashes stand for that), so moving a folder changes no run key and no id."""
+        if self.params_model is None:
+            return valid
+        where = {name for name, f in self.params_model.model_fields.items()
+                 if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("location")}
+        return {k: v for k, v in valid.items() if k not in where} if where else valid
 
     def validate_params(self, params: dict[str, Any]) -> dict[str, Any]:
         if self.params_model is None:

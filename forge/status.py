@@ -29,12 +29,16 @@ def stale_report(store: Store) -> dict[str, Any]:
     intent_path = store.one("SELECT intent_path FROM builds WHERE build_id = ?", [build_id])[0]
     registry = discover()
     current_params: dict[str, str] = {}
+    current_files: dict[str, str] = {}  # data-file label -> where the current intent finds it
     contracts = None
     try:
         loaded = load_intent(intent_path)
         for node in compose(loaded, registry).nodes:
             if not node.skill.inputs:
                 current_params[node.skill.name] = canonical_json(node.skill.validate_params(node.params))
+            if node.skill.reads and node.fanout:  # parameter sets known before the build runs
+                for extra in node.fanout:
+                    current_files.update(node.skill.reads(node.skill.validate_params({**node.params, **extra})))
         contracts = ContractBook.load(extra_contract_dirs(loaded))
     except ForgeError as exc:
         current_params["__error__"] = str(exc)
@@ -60,7 +64,7 @@ def stale_report(store: Store) -> dict[str, Any]:
         skill = r["skill"]
         if skill not in module_versions:
             module_versions[skill] = registry.get(skill).module_version() if skill in registry else None
-        own[key] = _own_cause(r, module_versions[skill], current_params, intent_path)
+        own[key] = _own_cause(r, module_versions[skill], current_params, current_files, intent_path)
 
     memo: dict[str, tuple[str, str] | None] = {}
 
@@ -108,14 +112,16 @@ def stale_report(store: Store) -> dict[str, Any]:
 
 
 def _own_cause(run: dict[str, Any], module_version: str | None, current_params: dict[str, str],
-               intent_path: str) -> tuple[str, str] | None:
+               current_files: dict[str, str], intent_path: str) -> tuple[str, str] | None:
     skill = run["skill"]
     if module_version is None:
         return ("code", f"skill {skill} no longer exists")
     if module_version != run["module_version"]:
         return ("code", f"code of skill {skill} changed")
     if run["data_files"]:
-        now = data_files_version({label: code_label_file(label, e["path"]) for label, e in run["data_files"].items()})
+        # A file is compared where the intent finds it now: a moved folder is not a change.
+        now = data_files_version({label: code_label_file(label, current_files.get(label, e["path"]))
+                                  for label, e in run["data_files"].items()})
         for label, entry in run["data_files"].items():
             if now[label]["hash"] != entry["hash"]:
                 if label.startswith(CODE_LABEL):  # registered code the skill found through the registry

@@ -46,6 +46,27 @@ def test_noop_rebuild_executes_nothing(built):
     assert stale_report(Store(built["store"], read_only=True))["stale_artifacts"] == 0
 
 
+def test_a_moved_project_with_its_own_template_folder_rebuilds_nothing(tmp_path):
+    """Template ids say which template a file holds, not where the folder lies: a project moved
+    with its store rebuilds nothing, and the same intent built afresh elsewhere releases the
+    same items under the same ids."""
+    import shutil
+
+    first_home, moved_home, elsewhere = tmp_path / "lab", tmp_path / "moved" / "lab", tmp_path / "elsewhere"
+    copy_templates(first_home)
+    first = run_build(write_intent(first_home, templates_dirs=["my_templates"]), first_home / "store", first_home / "out")
+    shutil.move(first_home, moved_home)
+    again = run_build(moved_home / "intent.yaml", moved_home / "store", moved_home / "out")
+    assert again["skills_executed"] == 0 and again["artifacts_created"] == 0
+    with Store(moved_home / "store", read_only=True) as s:
+        report = stale_report(s)
+        assert report["stale_artifacts"] == 0, report["causes"][:3]
+    copy_templates(elsewhere)
+    fresh = run_build(write_intent(elsewhere, templates_dirs=["my_templates"]), elsewhere / "store", elsewhere / "out")
+    shipped = (Path(first["package_path"].replace(str(first_home), str(moved_home))) / "items.jsonl").read_text()
+    assert first["items_released"] > 0 and (Path(fresh["package_path"]) / "items.jsonl").read_text() == shipped
+
+
 def test_template_edit_rebuilds_only_that_template(tmp_path):
     templates = copy_templates(tmp_path)
     intent = write_intent(tmp_path, templates_dirs=["my_templates"])

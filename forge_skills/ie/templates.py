@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from forge.errors import DefinitionError
-from forge.skills import SkillContext, skill
+from forge.skills import LOCATION, SkillContext, skill
 from forge.yamlfile import TEMPLATE_LIMITS, read_yaml
 from forge_resources.household.goals import TASK_TYPES
 from forge_skills.ie.types import IEBlueprint, TaskTemplate
@@ -94,20 +94,21 @@ def read_task_template(path: Path) -> TaskTemplateFile:
 class LoadParams(BaseModel):
     template: str
     label: str
+    path: str | None = Field(None, json_schema_extra=LOCATION)  # where the file is now, not part of its identity
 
 
 def _reads(params: dict[str, Any]) -> dict[str, str]:
-    from forge_skills.oe.synthesize.templates import resolve_label
+    from forge_skills.oe.synthesize.templates import template_path
 
-    return {"template": str(resolve_label(params["label"]))}
+    return {"template": str(template_path(params))}
 
 
 @skill("ie.load_task_template", stage="S4", params=LoadParams, reads=_reads)
 def load_task_template(ctx: SkillContext, blueprint: IEBlueprint) -> list[TaskTemplate]:
     """One task template, validated; templates of kinds the intent does not ask for are skipped."""
-    from forge_skills.oe.synthesize.templates import resolve_label
+    from forge_skills.oe.synthesize.templates import template_path
 
-    tpl = read_task_template(resolve_label(ctx.params.label))
+    tpl = read_task_template(template_path(ctx.params.model_dump()))
     if blueprint.task_kinds and tpl.task_type not in blueprint.task_kinds:
         return []
     return [TaskTemplate(id=tpl.id, version=tpl.version, task_type=tpl.task_type, difficulty=tpl.difficulty,

@@ -160,7 +160,7 @@ class StageRunner(BuildQueries, Screening, TopUps, WorkflowRunner):
         folders: dict[str, list[str]] = {}
         for p in node.fanout or []:
             if p["label"].startswith("dir:"):
-                folders.setdefault(str(Path(p["label"][4:]).parent), []).append(p["label"])
+                folders.setdefault(str(Path(p["path"]).parent), []).append(p["label"])
         dead = sorted(f for f, labels in folders.items() if not set(labels) & loaded)
         if dead:
             errors = self.results.get(node.role, NodeResult()).errors

@@ -6,14 +6,14 @@ import math
 from typing import Any, Callable
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from forge_skills.oe.types import Binding, Blueprint, EvidenceRecord, MediaRef, OEItem, Template
 from forge_skills.oe.synthesize.slots import chosen_class, slot_objects
 from forge.codeversion import data_files_version, data_identity
 from forge.errors import DefinitionError
 from forge.keys import digest, file_digest
-from forge.skills import Output, SkillContext, skill
+from forge.skills import LOCATION, Output, SkillContext, skill
 from forge.vocabulary import answer_form, question_type
 from forge_skills.oe.synthesize.admission import (SINGULAR, admission_problem, marker_geometry, marker_style, marks_of,
                                                question_kinds, shown_views)
@@ -25,7 +25,7 @@ from forge_skills.oe.synthesize.conventions import instruction, statements
 from forge_skills.oe.synthesize.rules_scene import singular
 from forge_skills.oe.synthesize.media import (draw_markers, draw_scale_bar, marker_layout, panel, path_plot,
                                               primitive_marker)
-from forge_skills.oe.synthesize.templates import read_template, resolve_label, template_code
+from forge_skills.oe.synthesize.templates import read_template, template_code, template_path
 
 SCENE_LAYOUTS = ("multi_view", "frames", "first_last", "top_down_forward")
 
@@ -33,11 +33,12 @@ SCENE_LAYOUTS = ("multi_view", "frames", "first_last", "top_down_forward")
 class TemplateParams(BaseModel):
     template: str
     label: str
+    path: str | None = Field(None, json_schema_extra=LOCATION)  # where the file is now, not part of its identity
 
 
 def _template_reads(params: dict[str, Any]) -> dict[str, str]:
     """The template file and the registered code its items depend on (``template_code``)."""
-    path = resolve_label(params["label"])
+    path = template_path(params)
     files = {f"template:{params['label']}": str(path)}
     try:
         files.update(template_code(read_template(path)))
@@ -49,7 +50,7 @@ def _template_reads(params: dict[str, Any]) -> dict[str, str]:
 @skill("synthesize.load_template", stage="S4", params=TemplateParams, reads=_template_reads)
 def load_template(ctx: SkillContext, blueprint: Blueprint) -> list[Template]:
     """Read one expert template; emit it when the blueprint asks for its capability and type."""
-    path = resolve_label(ctx.params.label)
+    path = template_path(ctx.params.model_dump())
     tpl = read_template(path)
     wanted = [t.name for t in blueprint.templates]
     if wanted and tpl.id not in wanted:

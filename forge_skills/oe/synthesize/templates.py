@@ -1,9 +1,10 @@
 """Finding, reading and validating expert templates.
 
 A template reference is a stable label (``builtin:tabletop/visibility_yesno.yaml``, a plugin's
-``<library>:<family>/<file>``, or ``dir:<absolute path>`` for a user's folder) so that library
-template ids do not depend on where forge is installed. Libraries are folders of families,
-registered as ``template_dir:<library>``.
+``<library>:<family>/<file>``, or ``dir:<folder name>/<file>`` for a folder of the intent's) so
+that template ids, and every binding and item drawn from them, do not depend on where forge,
+the project or its template folders lie; the file's path travels beside the label as a location
+parameter. Libraries are folders of families, registered as ``template_dir:<library>``.
 """
 
 from __future__ import annotations
@@ -74,14 +75,21 @@ def template_refs(families: list[str], extra_dirs: list[Path]) -> dict[str, tupl
         if not d.is_dir():
             raise DefinitionError(f"{d}: template folder not found")
         for path in list_files(d, "*.yaml", what="template folder"):
-            found[path.stem] = (f"dir:{path.resolve()}", path)
+            found[path.stem] = (f"dir:{d.name}/{path.relative_to(d).as_posix()}", path)
     return found
+
+
+def template_path(params: dict[str, Any]) -> Path:
+    """Where a template invocation's file is: its location parameter, else its library label."""
+    return Path(params["path"]) if params.get("path") else resolve_label(params["label"])
 
 
 def resolve_label(label: str) -> Path:
     lib, _, rest = label.partition(":")
     if lib == "dir":
-        return Path(rest)
+        if Path(rest).is_absolute():  # a label written before folder labels were made relative
+            return Path(rest)
+        raise DefinitionError(f"template reference {label!r} is in an intent's folder: its path must be given")
     libs = libraries()
     if lib in libs:
         return libs[lib] / rest
