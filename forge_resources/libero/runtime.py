@@ -148,10 +148,11 @@ def make_env(suite: str, task: str) -> Any:
     task's initial states with ``env.set_init_state`` (no reset needed). Cameras are rendered
     apart (:func:`render`), so a control step costs no frames."""
     prepare()
-    from libero.libero.envs import OffScreenRenderEnv
+    from libero.libero.envs.env_wrapper import ControlEnv
 
-    return OffScreenRenderEnv(bddl_file_name=str(bddl_file(suite, task)), use_camera_obs=False,
-                              has_offscreen_renderer=False)
+    # ControlEnv, not OffScreenRenderEnv: the latter always opens robosuite's own EGL context,
+    # whose exit handler ends the display before MuJoCo renderers of the process are freed.
+    return ControlEnv(bddl_file_name=str(bddl_file(suite, task)), use_camera_obs=False, has_offscreen_renderer=False)
 
 
 def renderer(env: Any, width: int, height: int) -> Any:

@@ -101,3 +101,18 @@ def test_every_task_instantiates_settles_and_renders(suite, task):
     in_view = [n for n in seen["agentview"] if max(seen[c][n] for c in CAMERAS) > 0]
     assert in_view, f"{suite}/{task}: no object or fixture is seen by any camera"
     assert seen["success"]["libero"] == 0, f"{suite}/{task}: LIBERO's goal holds on the initial state"
+
+
+def test_a_process_rendering_robosuite_scenes_and_libero_tasks_exits_cleanly():
+    """A LIBERO task built after a robosuite scene renderer opens no EGL context of robosuite's
+    own, whose exit handler would end the display before the scene renderers are freed."""
+    code = ("from forge_resources.robosuite.manipulation import _shared_scenes\n"
+            "_shared_scenes().renderer('Lift', 64, 64)\n"
+            "from forge_resources.libero import runtime as rt\n"
+            "env = rt.make_env(*" + repr(FLOOR_TASK) + ")\n"
+            "r = rt.renderer(env, 64, 64)\n"
+            "rt.render(env, r, 'agentview')\n"
+            "r.close()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Exception ignored" not in out.stderr and "EGLError" not in out.stderr, out.stderr[-2000:]
