@@ -12,6 +12,8 @@ Two sources, named where they are used:
 
 from __future__ import annotations
 
+import struct
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 FLAG_NAMES = ("pickupable", "receptacle", "openable", "toggleable", "sliceable", "dirtyable", "cookable",
@@ -170,8 +172,21 @@ def scene_kind(floor_plan: int) -> str:
 
 def format_object_id(object_type: str, position: dict[str, float], suffix: str = "") -> str:
     """AI2-THOR's objectId: type and position to two decimals, e.g. ``Cup|+01.25|+00.92|-01.13``."""
-    coords = "|".join(f"{position[axis]:+06.2f}" for axis in ("x", "y", "z"))
+    coords = "|".join(thor_coordinate(position[axis]) for axis in ("x", "y", "z"))
     return f"{object_type}|{coords}" + (f"|{suffix}" if suffix else "")
+
+
+def thor_coordinate(value: float) -> str:
+    """One coordinate as AI2-THOR writes it in an objectId. Unity holds positions as 32-bit
+    floats, shown to 7 significant digits, then rounded half away from zero (-1.835 is
+    ``-01.84``, where Python's rounding of the double gives ``-01.83``); a negative value that
+    rounds to zero is written ``00.00``, with no sign (a positive one ``+00.00``)."""
+    single = struct.unpack("f", struct.pack("f", value))[0]  # standard library only: packages ship this module
+    shown = Decimal(f"{single:.7g}")
+    rounded = shown.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)  # away from zero either side
+    if rounded == 0:
+        return "00.00" if shown < 0 else "+00.00"
+    return f"{rounded:+06.2f}"
 
 
 def position_from_id(object_id: str) -> dict[str, float]:

@@ -82,3 +82,25 @@ def test_live_thor_runs_the_protocol():
         assert env.get_state()["held"] == state["held"]
     finally:
         env.close()
+
+
+@needs_data
+def test_object_ids_are_written_as_ai2thor_writes_them():
+    """Every objectId of the real dumps whose coordinates round from the object's own position
+    (the others were named where the object stood before physics moved it) is the id
+    ``format_object_id`` writes: 32-bit values rounded half away from zero, and a negative value
+    that rounds to zero without a sign."""
+    from forge_resources.household.catalog import format_object_id
+
+    checked = 0
+    for floor_plan in DUMP_FLOOR_PLANS:
+        for obj in dump(floor_plan):
+            parts = obj["objectId"].split("|")
+            pos = obj["position"]
+            if len(parts) != 4 or any(abs(float(parts[k + 1]) - pos[a]) > 0.005 + 1e-6 for k, a in enumerate("xyz")):
+                continue
+            assert format_object_id(parts[0], pos) == obj["objectId"], pos
+            checked += 1
+    assert checked >= 200
+    assert format_object_id("Sink", {"x": -1.128, "y": -0.001, "z": -0.594}) == "Sink|-01.13|00.00|-00.59"
+    assert format_object_id("Pot", {"x": -1.835, "y": 0.285, "z": 0.0004}) == "Pot|-01.84|+00.29|+00.00"
