@@ -168,9 +168,11 @@ def _check_put(world: World, action: Action, rules: Rules) -> tuple[Status, str]
     bad = _first(_enclosed(world, rid))
     if bad:
         return bad
-    if rules.receptacles == "alfred":
+    if rules.receptacles != "any":
         kind, rtype = world.type_of(oid), world.type_of(rid)
         if kind not in ALFRED_RECEPTACLES.get(rtype, ()):
+            if rules.receptacles == "recorded":
+                return "ok", f"ALFRED's receptacle table has no {kind} in a {rtype}; the recording did this"
             return "invalid", f"a {rtype} does not take a {kind} (ALFRED's receptacle constraints)"
     return "ok", ""
 
@@ -385,4 +387,5 @@ def execute(world: World, action: Action, rules: Rules) -> tuple[bool, str]:
         return False, message
     if status == "noop":
         return True, message
-    return True, HANDLERS[action.name][1](world, action)
+    done = HANDLERS[action.name][1](world, action)
+    return True, f"{done} ({message})" if message else done

@@ -100,8 +100,14 @@ def infer_containment(records: list[dict[str, Any]]) -> dict[str, str | None]:
     return parents
 
 
-def alfred_scene(trial: dict[str, Any], root: Path | None = None) -> Scene:
-    """The trial's initial state as a backend scene (ALFRED's receptacle rules, one agent)."""
+# An expert's replay accepts the placements the recorded simulator accepted, saying where
+# ALFRED's receptacle table would refuse them; task synthesis keeps the table.
+REPLAY_RULES = Rules("recorded", "invalid")
+
+
+def alfred_scene(trial: dict[str, Any], root: Path | None = None, *, rules: Rules | None = None) -> Scene:
+    """The trial's initial state as a backend scene with one agent, under ALFRED's receptacle
+    table unless ``rules`` say otherwise (:data:`REPLAY_RULES` for an expert's replay)."""
     root = root or shared_data()
     info = trial["scene"]
     floor_plan = info["floor_plan"]
@@ -137,7 +143,7 @@ def alfred_scene(trial: dict[str, Any], root: Path | None = None) -> Scene:
     start = info.get("init_action") or {}
     start_name = pose_name(start["x"], start["z"], start["rotation"], start["horizon"]) if start else None
     return Scene(floor_plan=floor_plan, objects=tuple(ordered), locations=tuple(locations), agents=1,
-                 rules=Rules("alfred", "invalid"), source=f"alfred:{trial.get('task_id', '')}", start=start_name)
+                 rules=rules or Rules("alfred", "invalid"), source=f"alfred:{trial.get('task_id', '')}", start=start_name)
 
 
 def trial_verifier(trial: dict[str, Any]) -> Verifier:

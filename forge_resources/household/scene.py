@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from .catalog import scene_kind
 
-ReceptacleRule = Literal["alfred", "any"]
+ReceptacleRule = Literal["alfred", "recorded", "any"]
 RepeatRule = Literal["invalid", "noop"]
 
 
@@ -18,6 +18,8 @@ class Rules:
     """How strict the backend is.
 
     ``receptacles``: ``alfred`` accepts an object only where ALFRED's receptacle table allows it;
+    ``recorded`` accepts what a recorded simulator accepted (an expert's replay: ALFRED's own
+    experts put a knife in a fridge) and says in the step's message where the table would not;
     ``any`` lets every receptacle take every pickupable object. ``repeat``: whether asking for a
     state an object already has (opening an open drawer) is ``invalid``, as AI2-THOR answers,
     or a valid ``noop``.

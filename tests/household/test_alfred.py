@@ -177,3 +177,32 @@ def test_every_object_an_expert_plan_names_is_named_alike_by_the_import():
         if missing:
             unnamed[path.name] = missing
     assert unnamed == {}
+
+
+@pytest.mark.parametrize("name", [
+    "pick_and_place_with_movable_recep-AppleSliced-Plate-Fridge-13__trial_T20190919_001342_371546.traj_data.json",
+    "pick_cool_then_place_in_recep-BreadSliced-None-Microwave-11__trial_T20190909_102940_350963.traj_data.json",
+])
+def test_an_experts_placement_outside_alfreds_table_replays_and_is_stated(name):
+    """ALFRED's experts left a knife in a fridge or a microwave: ALFRED's table refuses that,
+    the simulator they played accepted it. A replay under ``REPLAY_RULES`` accepts it, says so in
+    the step's message and reaches the goal; task synthesis (the default rules) still refuses."""
+    from forge_resources.household.alfred import REPLAY_RULES
+
+    trial = load_trial(DATA / "alfred" / "valid_seen_all" / name)
+    strict = HouseholdEnv(alfred_scene(trial, DATA))
+    env = HouseholdEnv(alfred_scene(trial, DATA, rules=REPLAY_RULES))
+    stated, refused = [], []
+    for step in high_level_plan(trial):
+        for action in expand(step, env.world):
+            result = env.step(action)
+            assert result.valid, result.message
+            if "receptacle table has no" in result.message:
+                stated.append(result.message)
+            if not refused:
+                answer = strict.step(action)
+                if not answer.valid:
+                    refused.append(answer.message)
+    assert len(stated) == 1 and "the recording did this" in stated[0]
+    assert refused and "(ALFRED's receptacle constraints)" in refused[0]
+    assert evaluate(trial_verifier(trial), env.objects())[0]
