@@ -204,18 +204,14 @@ def settle(env: Any, steps: int = 10) -> dict[str, Any]:
 def thing_geoms(env: Any) -> dict[str, np.ndarray]:
     """Each BDDL object and fixture of the task -> the geom ids of its body tree (what a
     segmentation render shows of it)."""
-    import mujoco
+    from forge_resources.robosuite.queries import QueryError, SimQueries
 
-    model = env.env.sim.model._model
-    inner = env.env
+    queries = SimQueries()
+    queries.model, queries.data = env.env.sim.model._model, env.env.sim.data._data
     out: dict[str, np.ndarray] = {}
-    for name, thing in {**inner.fixtures_dict, **inner.objects_dict}.items():
-        root = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, thing.root_body)
-        if root < 0:
-            continue
-        bodies = {root}
-        for b in range(model.nbody):  # bodies are numbered after their parents
-            if int(model.body_parentid[b]) in bodies:
-                bodies.add(b)
-        out[name] = np.flatnonzero(np.isin(model.geom_bodyid, sorted(bodies)))
+    for name, thing in {**env.env.fixtures_dict, **env.env.objects_dict}.items():
+        try:
+            out[name] = np.array(sorted(queries.geoms_under(thing.root_body)), dtype=np.int64)
+        except QueryError:
+            continue  # a thing the model holds no body of shows nothing
     return out

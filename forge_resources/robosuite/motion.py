@@ -137,7 +137,7 @@ class Motion:
 
     def _extent(self, body: str) -> tuple[np.ndarray, np.ndarray]:
         """World-axis box (low, high corners) over the body's geoms and its children's."""
-        geoms = self.scene._geoms_under(body)
+        geoms = self.scene.geoms_under(body)
         model, data = self.scene.model, self.scene.data
         lows, highs = [], []
         for g in geoms:

@@ -62,7 +62,7 @@ class SimQueries:
 
     def bodies_touching(self, a: str, b: str) -> bool:
         """Whether any geom of body ``a`` (or its children) touches one of body ``b``."""
-        ga, gb = self._geoms_under(a), self._geoms_under(b)
+        ga, gb = self.geoms_under(a), self.geoms_under(b)
         for c in self.data.contact[: self.data.ncon]:
             if (c.geom1 in ga and c.geom2 in gb) or (c.geom1 in gb and c.geom2 in ga):
                 return True
@@ -72,7 +72,8 @@ class SimQueries:
     def _parents(self) -> np.ndarray:
         return np.asarray(self.model.body_parentid)
 
-    def _geoms_under(self, body: str) -> set[int]:
+    def geoms_under(self, body: str) -> set[int]:
+        """The geoms of ``body`` and of every body below it."""
         import mujoco
 
         root = self._id(mujoco.mjtObj.mjOBJ_BODY, body)
