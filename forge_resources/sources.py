@@ -270,6 +270,51 @@ class RobosuiteDemoClipSource(SourceSpec):
         return min(self.clips, available) if self.clips else available
 
 
+LIBERO_SUITES = Literal["libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90"]
+
+
+class LiberoSceneSource(SourceSpec):
+    """LIBERO's task scenes (kitchens, living rooms, studies) at their recorded initial states."""
+
+    kind: Literal["libero_scenes"]
+    scenes: int | None = Field(None, ge=1, le=20000, description="scene units (a task at one of its initial "
+                                                                "states); derived from items when absent")
+    suites: list[LIBERO_SUITES] = Field(
+        default_factory=lambda: ["libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90"],
+        min_length=1, description="LIBERO suites whose tasks scenes are drawn from, in turn")
+    tasks: list[str] | None = Field(None, description="only these tasks of the suites (BDDL file stems)")
+    views: int = Field(3, ge=2, le=6, description="views per scene")
+    agent_view: bool = Field(True, description="LIBERO's own agent camera as the first view (the arm's rig)")
+    eye_heights: list[float] | None = Field(None, min_length=1, description="camera heights above the floor in "
+                                            "metres (a household robot about 1.4, a mobile base 1.0, a quadruped "
+                                            "0.5): free cameras stand at these heights instead of the arm's rig")
+    image: ImageSize = ImageSize()
+
+    @field_validator("eye_heights")
+    @classmethod
+    def _heights(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and not all(0.2 <= h <= 3.0 for h in value):
+            raise ValueError(f"eye heights {value} must each lie between 0.2 and 3.0 metres")
+        return value
+
+    @field_validator("tasks")
+    @classmethod
+    def _known_tasks(cls, value: list[str] | None) -> list[str] | None:
+        if not value:
+            return value
+        from forge_resources.libero import runtime
+
+        if runtime.missing() is not None:
+            return value  # the build stops on the missing extra with its own message
+        known = {t for s in runtime.SUITES for t in runtime.tasks(s)}
+        unknown = [t for t in value if t not in known]
+        if unknown:
+            from forge.intent import did_you_mean
+
+            raise ValueError(f"unknown LIBERO tasks {unknown}{did_you_mean(unknown, sorted(known))}")
+        return value
+
+
 class RobosuiteTaskSource(SourceSpec):
     """Seeded scenes of robosuite's manipulation environments as interactive tasks."""
 
@@ -287,4 +332,4 @@ class RobosuiteTaskSource(SourceSpec):
 
 
 BUILTIN_SOURCES = (TabletopSource, RoomSource, GroundSource, ImageFolderSource, HouseholdSource, RobosuiteSource,
-                   RobosuiteDemoSource, RobosuiteDemoClipSource, RobosuiteTaskSource)
+                   RobosuiteDemoSource, RobosuiteDemoClipSource, RobosuiteTaskSource, LiberoSceneSource)

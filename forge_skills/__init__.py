@@ -21,10 +21,11 @@ from forge.registry import entries, register
 register_project_package("forge_resources")
 
 from forge_resources.sources import BUILTIN_SOURCES  # noqa: E402
-from forge_skills.oe.collect import ground, images, render, robosuite_demos, robosuite_scenes, room, tabletop  # noqa: E402,F401  (S2 skills)
+from forge_skills.oe.collect import (ground, images, libero_scenes, render, robosuite_demos,  # noqa: E402,F401  (S2 skills)
+                                     robosuite_scenes, room, tabletop)
 from forge_skills.oe.structure import appearance, scene_evidence  # noqa: E402,F401  (S3 skills)
-from forge_skills.oe.synthesize import blueprint, rules_manipulation, rules_image, rules_program, rules_scene, synthesis, templates  # noqa: E402,F401
-from forge_skills.oe.verify import checks, item_checks, reverify, reverify_manipulation  # noqa: E402,F401  (contract predicates, re-verification)
+from forge_skills.oe.synthesize import blueprint, rules_fixtures, rules_manipulation, rules_image, rules_program, rules_scene, synthesis, templates  # noqa: E402,F401
+from forge_skills.oe.verify import checks, item_checks, reverify, reverify_fixtures, reverify_manipulation  # noqa: E402,F401  (contract predicates, re-verification)
 from forge_skills.package import assessment, package_checks, report_check, report_page  # noqa: E402,F401
 from forge_skills.oe.package import oe_package  # noqa: E402,F401
 from forge_skills.scoring import scorer  # noqa: E402  (the OE item scorer)

@@ -110,6 +110,10 @@ class World:
     # segment -> pixels of the object's whole projection in the last render (see _whole_projections)
     whole: dict[int, int] = field(default_factory=dict, init=False, repr=False)
 
+    def statics(self) -> dict[str, tuple[int, str, set[int]]]:
+        """Furniture and robot of the scene: label -> (segmentation value, category, bodies)."""
+        return statics(self.model)
+
     def object_state(self, obj: SceneObject, support_names: dict[int, str]) -> dict[str, Any]:
         """Pose, world box over its visual geoms, what it rests on, tilt of its up axis."""
         model, data = self.model, self.data

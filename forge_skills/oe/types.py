@@ -188,6 +188,9 @@ class SourceRecord(ArtifactContent):
                                                              "the scene")
     gripper: dict[str, Any] | None = Field(None, description="the gripper's finger opening (metres), state (open, "
                                                              "closed, or None while moving) and the object it holds")
+    parts: dict[str, dict[str, Any]] = Field(default_factory=dict, description="drawers and doors of static bodies, "
+                                             "by label: fixture, state (open, closed, partly open), the horizontal "
+                                             "direction it opens toward, position and segmentation value")
     timeline: list[dict[str, Any]] | None = Field(None, description="per view of a clip (views are moments in "
                                                                     "time order): the gripper and object heights")
 
@@ -328,6 +331,8 @@ class EvidenceRecord(ArtifactContent):
                                                              "the simulator")
     timeline: list[dict[str, Any]] | None = Field(None, description="per view of a clip: the gripper (opening, "
                                                                     "state, held object) and each object's height")
+    parts: dict[str, dict[str, Any]] = Field(default_factory=dict, description="drawers and doors of static bodies "
+                                             "and their states, as the source record gave them")
     conventions: dict[str, Any] = Field(default_factory=dict, description="what the source states about its scenes "
                                         "(what counts as an object, a scale reference), from its descriptor")
     referent_rules: dict[str, Any] = Field(default_factory=dict, description="what a person needs to make out a "

@@ -103,11 +103,9 @@ class WorldRecorder:
     """Segmentation ids, names and statics of a world's model, and the view records of its renders."""
 
     def __init__(self, ctx: SkillContext, world: Any, renderer: Callable[[int, int], Any]) -> None:
-        from forge_resources.robosuite.world import statics
-
         self.ctx, self.world, self.renderer = ctx, world, renderer
         model = world.model
-        self.fixed = statics(model)
+        self.fixed = world.statics()
         self.seg_of_body = np.zeros(model.nbody, dtype=np.int32)
         self.names: dict[int, str] = {}
         for label, (seg, _cat, bodies) in self.fixed.items():

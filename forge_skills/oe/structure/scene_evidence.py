@@ -88,7 +88,7 @@ def measure_evidence(source: SourceRecord, source_id: str, arrays: dict[str, np.
                                             **({"resting_on": naming[o.support].name} if o.support in naming else {})})
                  for o in source.objects],
         facts=facts,
-        robot_base=source.robot_base, conventions=conventions, referent_rules=referents,
+        robot_base=source.robot_base, conventions=conventions, referent_rules=referents, parts=source.parts,
         gripper=_named_gripper(source.gripper, naming),
         timeline=None if source.timeline is None else [
             {**t, "gripper": _named_gripper(t.get("gripper"), naming),
