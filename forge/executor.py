@@ -173,6 +173,7 @@ class Executor:
         last_flush = time.perf_counter()
         # One bulk read for all inputs instead of a query per invocation.
         self.preload([a for inv in todo for a in inv.input_ids])
+        todo = self._by_affinity(todo)
         for done in self._backend_for(todo).execute(todo):
             if done.blob_error is not None and self.recreate_blob(done.blob_error):
                 done = run_inline(done.inv, self.store, self.load)  # once, with the blob made again
@@ -188,6 +189,20 @@ class Executor:
             task.finish()
         result.seconds = time.perf_counter() - t0
         return result
+
+    def _by_affinity(self, todo: list[Invocation]) -> list[Invocation]:
+        """Invocations sharing an affinity key next to each other (stable otherwise): results are
+        recorded by run key, so the order changes no output."""
+        spec = todo[0].node.skill if todo else None
+        if spec is None or spec.affinity is None:
+            return todo
+
+        def key(inv: Invocation) -> str:
+            return spec.affinity(**{k: ([self.load(a) for a in v] if isinstance(v, list) else self.load(v))
+                                    for k, v in inv.inputs.items()})
+
+        keys = {inv.run_key: key(inv) for inv in todo}
+        return sorted(todo, key=lambda inv: keys[inv.run_key])
 
     def recreate_blob(self, digest: str) -> bool:
         """Make a damaged or missing blob again by re-running the skill run that wrote it."""

@@ -247,7 +247,11 @@ class RepairLoop:
             elif operator == "template_rebinding":
                 invs.append(self._operator(self._skill("rebind"), {"binding": d.artifact}, d, info))
             elif operator == "candidate_resynthesis":
-                binding = d.artifact if d.type != self.item_type else ex.load(d.artifact).binding
+                if d.type != self.item_type:
+                    # A new item of a binding that failed its own contract carries the fault on.
+                    raise _Reject(f"{d.requirement}: {d.detail or 'failed'}; a new realization of it would "
+                                  "carry the fault")
+                binding = ex.load(d.artifact).binding
                 invs.append(self._operator(self._skill("resynthesize_item"), {"binding": binding}, d, info))
         return ex.run(invs, label=f"repair {operator}")
 

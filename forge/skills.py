@@ -72,6 +72,8 @@ class SkillSpec:
     consults: tuple[str, ...] = ()  # registry kinds whose registered code the skill runs (see ``skill``)
     pool_from: int = 2  # the fewest invocations worth starting worker processes for
     keep_outputs: bool = True  # outputs stay in the driver's memory for the steps that read them next
+    # inputs -> a key: invocations sharing one run one after another (a held scene serves them all)
+    affinity: Callable[..., str] | None = None
 
     @property
     def module(self) -> str:
@@ -256,6 +258,7 @@ def skill(
     pool_from: int = 2,
     keep_outputs: bool = True,
     consults: Iterable[str] = (),
+    affinity: Callable[..., str] | None = None,
     registry: SkillRegistry | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn`` as a skill. See the module docstring for the signature rules.
@@ -270,7 +273,9 @@ def skill(
     recorded and not held in the driver's memory, for a skill whose outputs are many and mostly
     unread (a later step loads the ones it takes from the store); ``consults``: registry kinds
     whose entries the skill looks up and runs (a plugin's scoring protocols): their source files
-    count as files every invocation reads, so editing one reruns it and ``forge status`` names it.
+    count as files every invocation reads, so editing one reruns it and ``forge status`` names it;
+    ``affinity(**inputs)``: a key under which invocations are run one after another, so that what a
+    worker holds for one (a simulator scene that takes seconds to build) serves the next.
     """
     if stage not in STAGES:
         raise DefinitionError(f"skill {name!r}: stage must be one of {STAGES}, got {stage!r}")
@@ -281,7 +286,7 @@ def skill(
             name=name, stage=stage, fn=fn, inputs=inputs, output=output, params_model=params,
             requires=tuple(requires), reads=reads, expand=expand, applies=applies,
             description=(inspect.getdoc(fn) or "").split("\n")[0], parallel=parallel,
-            pool_from=pool_from, keep_outputs=keep_outputs, consults=tuple(consults),
+            pool_from=pool_from, keep_outputs=keep_outputs, consults=tuple(consults), affinity=affinity,
         )
         (registry or REGISTRY).add(spec)
         register_project_package(fn.__module__)

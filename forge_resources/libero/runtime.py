@@ -19,6 +19,7 @@ pickle holds one numpy array, unpickled here with only numpy's array classes all
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
 import os
@@ -130,10 +131,12 @@ def prepare() -> Path:
     from forge_resources.robosuite import quiet_robosuite
 
     quiet_robosuite()
-    import libero.libero.envs.bddl_base_domain as domain
-    from libero.libero.envs.objects import (articulated_objects, google_scanned_objects, hope_objects,
-                                            turbosquid_objects)
-    from libero.libero.envs.robots.on_the_ground_panda import OnTheGroundPanda
+    # LIBERO's package imports gym, whose import prints a notice on gym's upkeep to stderr.
+    with contextlib.redirect_stderr(io.StringIO()):
+        import libero.libero.envs.bddl_base_domain as domain
+        from libero.libero.envs.objects import (articulated_objects, google_scanned_objects, hope_objects,
+                                                turbosquid_objects)
+        from libero.libero.envs.robots.on_the_ground_panda import OnTheGroundPanda
 
     assets = assets_root()
     for module in (articulated_objects, google_scanned_objects, hope_objects, turbosquid_objects):

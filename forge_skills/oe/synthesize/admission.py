@@ -313,7 +313,7 @@ def question_kinds(ft: FactTable, tpl: dict[str, Any], slots: dict[str, Any]) ->
         kind = tpl["slots"].get(slot, {}).get("kind")
         if kind in OBJECT_SLOT_KINDS:
             kinds += [ft.category(n) for n in slot_names(slots.get(slot))]
-        elif kind == "category":
+        elif kind in ("category", "part"):  # a part by its name: "the top drawer" must not tell open from shut
             kinds += slot_names(slots.get(slot))
     return sorted(kinds)
 

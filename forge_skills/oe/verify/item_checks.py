@@ -62,7 +62,8 @@ def binding_references(b: Binding, ctx: CheckContext) -> Outcome:
         if kind == "frame_window":
             missing += [v for v in values if not (isinstance(v, int) and 0 <= v < len(ev.views))]
             continue
-        pool = views if kind in ("view_pair", "view") else categories if kind == "category" else names
+        pool = (views if kind in ("view_pair", "view") else categories if kind == "category"
+                else set(ev.parts) if kind == "part" else names)
         missing += [v for v in values if v not in pool]
     bad_view = b.view is not None and b.view not in views
     return Outcome(not missing and not bad_view, f"unknown objects or views {missing}" if missing else
