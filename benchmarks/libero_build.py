@@ -1,11 +1,12 @@
 """Build the LIBERO benchmarks from scratch, re-verify them, and time them: the arm's
 (``examples/arm_libero.yaml``) and the household robot's (``examples/household_libero.yaml``).
 
-    python benchmarks/libero_build.py [--items 2000] [--household-items 600] [--workers 0]
+    python benchmarks/libero_build.py [--items 1000] [--household-items 600] [--workers 0] [--keep]
 
 Prints, per example, items per minute, scenes rendered and renders per item, seconds per stage,
 re-verification and peak memory (the main process and the largest worker). ``--items 0`` or
-``--household-items 0`` skips one. Needs the LIBERO extra (pip install -e ".[libero]").
+``--household-items 0`` skips one; ``--keep`` keeps each build's folder (store and package) and
+prints where. Needs the LIBERO extra (pip install -e ".[libero]").
 """
 
 from __future__ import annotations
@@ -25,18 +26,19 @@ from workspace import example_intent, peak_memory_mb
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--items", type=int, default=2000)
+    ap.add_argument("--items", type=int, default=1000)
     ap.add_argument("--household-items", type=int, default=600)
     ap.add_argument("--workers", type=int, default=0)
+    ap.add_argument("--keep", action="store_true", help="keep each build's folder")
     args = ap.parse_args()
     for example, items in (("arm_libero", args.items), ("household_libero", args.household_items)):
         if items:
-            run(example, items, args.workers)
+            run(example, items, args.workers, args.keep)
     peak_self, peak_children = peak_memory_mb()
     print(f"peak memory            {peak_self:.0f} MB main process, {peak_children:.0f} MB largest worker")
 
 
-def run(example: str, items: int, workers: int) -> None:
+def run(example: str, items: int, workers: int, keep: bool) -> None:
     work, path = example_intent(example, f"forge-{example}-", lambda intent: intent["oe"].update(items=items))
     t0 = time.perf_counter()
     s = build(path, BuildOptions(store_dir=work / "store", out_dir=work / "out", workers=workers, progress=False))
@@ -61,7 +63,10 @@ def run(example: str, items: int, workers: int) -> None:
     print(f"renders                {scenes} scenes, {views} camera views ({views / max(released, 1):.2f} per item; "
           "each RGB + depth + segmentation)")
     print(f"re-verification        {report['items'] - report['invalid']}/{report['items']} valid  ({reverify_s:.1f} s)")
-    shutil.rmtree(work, ignore_errors=True)
+    if keep:
+        print(f"kept                   {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
+# MuJoCo picks its GL backend when first imported: whichever test imports it first (an
+# importorskip of robosuite), it renders offscreen on EGL as forge's own modules ask.
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+
 import json
 import shutil
 from pathlib import Path

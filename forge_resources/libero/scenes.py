@@ -255,6 +255,12 @@ class LiberoScenes:
         finally:
             np.random.set_state(saved)
         _hide_visual_aids(env.env)
+        # The first steps after a build move a still arm otherwise than any later ones do (its
+        # controller starts from the build's reset): one settled state first makes a state's
+        # outcome the same whatever was shown before it.
+        env.set_init_state(runtime.init_states(suite, task)[0])
+        for _ in range(SETTLE_STEPS):
+            env.step(runtime.HOLD)
         self._envs[key] = env
         return env
 

@@ -32,6 +32,7 @@ SURFACE_HEIGHT = {"table": 0.9, "kitchen_table": 0.9, "study_table": 0.88, "livi
 # A camera must stand this far above the surface to look down on what stands on it (a quadruped's
 # camera just above a coffee table sees its objects from the side, as a quadruped does).
 MIN_LOOK_DOWN_M = 0.075
+LOWEST_AIM_M = 0.1  # a camera aims at least this far below its own height (it always looks down)
 FOV = 45.0  # MuJoCo's free camera (the model's vis.global.fovy)
 
 
@@ -167,7 +168,7 @@ def _same_task(scene: LiberoScene) -> str:
 def render_libero_scene(ctx: SkillContext, scene: LiberoScene) -> list[SourceRecord]:
     """Set the task's scene to its initial state, let it settle, read object and fixture states and
     render RGB, depth and segmentation from every view of the rig."""
-    from forge_resources.libero.scenes import LiberoSceneError, LiberoScenes, named_camera
+    from forge_resources.libero.scenes import LiberoScenes, named_camera
     from forge_skills.oe.collect.robosuite_scenes import WorldRecorder
 
     sims = ctx.held("libero.scenes", LiberoScenes)
@@ -180,13 +181,11 @@ def render_libero_scene(ctx: SkillContext, scene: LiberoScene) -> list[SourceRec
                                   width=scene.width, height=scene.height))
     for cam, eye in zip(scene.cameras, scene.eye_heights or [None] * len(scene.cameras)):
         target = [round(float(c + o), 5) for c, o in zip(centre, cam.target)]
-        if eye is not None:  # the eye stays at its height: aim at the objects' middle from there
-            target[2] = round(float(max(centre[2], 0.0)), 5)
+        if eye is not None:  # the eye stays at its height: aim at the objects' middle from there, or
+            # a little below the eye where tall objects lift their middle to a low camera's height
+            target[2] = round(float(min(max(centre[2], 0.0), eye - LOWEST_AIM_M)), 5)
             ground = cam.distance * math.cos(math.radians(cam.pitch))
             rise = eye - target[2]
-            if rise <= 0.02:
-                raise LiberoSceneError(f"{scene.suite}/{scene.task}: a camera {eye} m high cannot look down on "
-                                       f"objects {target[2]:.2f} m high")
             cam = cam.model_copy(update={"distance": round(math.hypot(ground, rise), 4),
                                          "pitch": round(-math.degrees(math.atan2(rise, ground)), 3)})
         cameras.append(cam.model_copy(update={"target": target}))

@@ -45,6 +45,10 @@ def binding_answer_matches(b: Binding, ctx: CheckContext) -> Outcome:
     return _rederive(b, ctx, b.answer, "binding")
 
 
+# Slot kinds that name something of the evidence: its objects, views, categories or parts.
+REFERENCE_KINDS = ("object", "object_set", "object_pair", "view", "view_pair", "category", "part")
+
+
 @check("binding_references")
 def binding_references(b: Binding, ctx: CheckContext) -> Outcome:
     """Every object slot names an object of the evidence record; view slots and the view exist."""
@@ -62,6 +66,8 @@ def binding_references(b: Binding, ctx: CheckContext) -> Outcome:
         if kind == "frame_window":
             missing += [v for v in values if not (isinstance(v, int) and 0 <= v < len(ev.views))]
             continue
+        if kind is not None and kind not in REFERENCE_KINDS:
+            continue  # a value the rule drew (points on the image), not a reference to the evidence
         pool = (views if kind in ("view_pair", "view") else categories if kind == "category"
                 else set(ev.parts) if kind == "part" else names)
         missing += [v for v in values if v not in pool]
