@@ -1,0 +1,215 @@
+"""Closed-loop motions in LIBERO's scenes: robosuite's motions (:mod:`forge_resources.robosuite.motion`)
+with LIBERO's things.
+
+- Bowls, mugs, ramekins, plates and baskets are grasped at the rim nearest the robot, the fingers
+  closing across the wall; everything else at its centre (or below the top of a tall object).
+- A place is an object (on its top, or into its container region when it has one) or a fixture's
+  region (a stove's burner, a cabinet's top, a drawer, the microwave's inside): the held object's
+  origin is lowered to the region's floor or top, which is what LIBERO's ``In`` and ``On`` judge.
+- A drawer opens by grasping its handle and pulling it along its slide; it closes by pushing its
+  front; a door closes by pushing its free edge around its hinge; a stove turns on by grasping
+  its knob and turning the wrist, and off by turning it back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from forge_resources.robosuite.motion import CLEARANCE, HOVER, MAX_STEPS, Motion
+
+RIM_WORDS = ("bowl", "ramekin", "mug", "plate", "basket", "tray")
+RIM_INSET = 0.012  # the rim grasp's point inside the object's outline
+RIM_DEPTH = 0.03  # and below its top
+RIM_ROOM = 0.06  # clearance beyond which every side of a rim is as good
+PULL_MARGIN = 0.02  # pull a drawer this much past its open threshold
+PUSH_STANDOFF = 0.06  # where the closed fingers start in front of a drawer's face
+KNOB_TURN = 1.0  # radians the wrist turns a stove's knob
+KNOB_GRIP_DEPTH = 0.012  # the fingers' point below the top of the knob
+
+
+@dataclass(frozen=True)
+class LiberoThing:
+    """Something of a LIBERO task the agent can name.
+
+    ``kind`` is ``object`` (it can be picked up; it may also be a place), ``region`` (a fixture's
+    region things go in or on), ``part`` (a drawer or door: opened and closed) or ``knob`` (a
+    stove: turned on and off). ``site`` is the region's site; ``inside`` whether things go into it
+    (LIBERO's ``In``) rather than onto it; ``joints`` a part's or knob's joints with their travel."""
+
+    name: str
+    instance: str
+    body: str
+    kind: str
+    site: str | None = None
+    inside: bool = False
+    joints: tuple[str, ...] = ()
+    grasp_site: str | None = None
+    compartments: bool = False
+    rim: bool = False
+    owner: str | None = None  # the fixture a region, part or knob belongs to
+    own_joints: bool = False  # the joints are the region's own (a drawer), not its owner's (a door, a knob)
+
+
+class LiberoMotion(Motion):
+    """Motions on a :class:`~forge_resources.libero.tasks.LiberoTaskEnv`."""
+
+    # -- grasping ------------------------------------------------------------------------------
+
+    def _grasp_point(self, thing: LiberoThing) -> np.ndarray:
+        if not getattr(thing, "rim", False):
+            return super()._grasp_point(thing)
+        return max(self._rim_points(thing), key=lambda p: self._clearance(p, thing))
+
+    def _rim_points(self, thing: LiberoThing) -> list[np.ndarray]:
+        """A point on the rim on each side of the object (along the world axes), the side facing
+        the robot first."""
+        low, high = self._extent(thing.body)
+        centre, half = (low + high) / 2, (high - low) / 2
+        away = self._toward_robot(centre)
+        out = []
+        for axis, sign in sorted(((a, s) for a in (0, 1) for s in (1.0, -1.0)), key=lambda a: -a[1] * away[a[0]]):
+            point = centre.copy()
+            point[axis] += sign * (half[axis] - RIM_INSET)
+            point[2] = high[2] - RIM_DEPTH
+            out.append(point)
+        return out
+
+    def _clearance(self, point: np.ndarray, thing: LiberoThing) -> float:
+        """Horizontal room around a grasp point: the distance to the nearest other object's
+        outline, capped (beyond 6 cm every side is as good; the first listed wins a tie)."""
+        room = RIM_ROOM
+        for other in self.scene.things():
+            if other.kind != "object" or other.body == thing.body:
+                continue
+            low, high = self._extent(other.body)
+            if low[2] > point[2] + 0.05 or high[2] < point[2] - 0.05:
+                continue  # above or below the fingers
+            gap = np.maximum(np.maximum(low[:2] - point[:2], point[:2] - high[:2]), 0.0)
+            room = min(room, float(np.linalg.norm(gap)))
+        return round(room, 3)
+
+    def _grasp_yaw(self, thing: LiberoThing) -> float:
+        if not getattr(thing, "rim", False):
+            return super()._grasp_yaw(thing)
+        low, high = self._extent(thing.body)
+        radial = self._grasp_point(thing)[:2] - ((low + high) / 2)[:2]
+        return self._nearest_yaw(math.atan2(radial[1], radial[0]), math.pi)  # the fingers close along the radius
+
+    def _nearest_yaw(self, base: float, period: float) -> float:
+        now = self.yaw()
+        options = [base + k * period for k in range(-4, 5)]
+        return min(options, key=lambda y: abs((y - now + math.pi) % (2 * math.pi) - math.pi))
+
+    def _toward_robot(self, point: np.ndarray) -> np.ndarray:
+        base = self.scene.body_position("robot0_base")
+        d = base[:2] - point[:2]
+        return d / max(float(np.linalg.norm(d)), 1e-9)
+
+    def _extent(self, body: str) -> tuple[np.ndarray, np.ndarray]:
+        """World-axis box over the body tree's collision geoms, exact for boxes (LIBERO's scanned
+        objects collide as many small boxes: their turned bounding boxes would overstate a rim)."""
+        import mujoco
+
+        model, data = self.scene.model, self.scene.data
+        geoms = [g for g in self.scene.geoms_under(body) if model.geom_contype[g] or model.geom_conaffinity[g]]
+        if not geoms:
+            return super()._extent(body)
+        lows, highs = [], []
+        for g in geoms:
+            rot = data.geom_xmat[g].reshape(3, 3)
+            if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_BOX:
+                centre, half = data.geom_xpos[g], np.abs(rot) @ model.geom_size[g]
+            else:
+                centre = data.geom_xpos[g] + rot @ model.geom_aabb[g][:3]
+                half = np.abs(rot) @ model.geom_aabb[g][3:]
+            lows.append(centre - half)
+            highs.append(centre + half)
+        return np.min(lows, axis=0), np.max(highs, axis=0)
+
+    # -- placing -------------------------------------------------------------------------------
+
+    def _place_target(self, place: LiberoThing, hover: bool, height: float = HOVER) -> np.ndarray:
+        site = place.site or self.scene.container_site(place)
+        if site is None:
+            return super()._place_target(place, hover, height)
+        held = self.holding()
+        eef = self.eef()
+        centre = self.scene.site_position(site)
+        half = np.abs(self.scene.site_matrix(site) @ self.scene.site_half(site))
+        if held is None:
+            offset, below = np.zeros(3), 0.0
+        else:
+            offset = eef - self.scene.body_position(held.body)
+            below = eef[2] - self._extent(held.body)[0][2]
+        inside = place.inside or place.kind == "object"
+        floor = centre[2] - half[2] if inside else centre[2] + half[2]
+        owner_top = self._extent(place.body)[1][2] if place.body else floor
+        top = max(floor + 0.02, owner_top)
+        target = np.array([centre[0] + offset[0], centre[1] + offset[1], 0.0])
+        # the held object's origin (its bottom, for LIBERO's objects) on the floor or the top
+        origin_below = eef[2] - self.scene.body_position(held.body)[2] if held is not None else 0.0
+        target[2] = (top + height + below) if hover else (floor + CLEARANCE + origin_below)
+        return target
+
+    # -- drawers, doors and knobs ------------------------------------------------------------------
+
+    def open_part(self, part: LiberoThing) -> str | None:
+        """Grasp the drawer's handle, pull it out along its slide past the open threshold, let go."""
+        handle = self.scene.part_handle(part)
+        if handle is None:
+            return f"the {part.name} has no handle to pull"
+        point, pull, travel = handle
+        approach = point + pull * PUSH_STANDOFF
+        yaw = self._nearest_yaw(math.atan2(pull[1], pull[0]) + math.pi / 2, math.pi)  # fingers across the bar
+        self.grip = -1.0
+        if not self._go(approach + [0, 0, HOVER / 2], yaw) or not self._go(approach, yaw):
+            return f"the gripper did not reach the {part.name}'s handle"
+        self._go(point, yaw, tol=0.006)
+        self.grasp()
+        start = self.eef()
+        self._go(lambda: start + pull * (travel + PULL_MARGIN), yaw)
+        self.release()
+        self._go(self.eef() + pull * 0.04 + [0, 0, HOVER / 2])
+        return None if self.scene.part_open(part) else f"the {part.name} did not open"
+
+    def close_part(self, part: LiberoThing) -> str | None:
+        """Push the drawer's front (or the door's free edge) shut with the closed fingers."""
+        front = self.scene.part_front(part)
+        if front is None:
+            return f"the {part.name} cannot be pushed shut"
+        point, push, travel = front
+        self.grip = 1.0
+        self._hold(4)
+        start = point - push * PUSH_STANDOFF
+        if not self._go(start + [0, 0, HOVER / 2]) or not self._go(start):
+            return f"the gripper did not reach the {part.name}"
+        self._go(lambda: start + push * (PUSH_STANDOFF + travel + 0.01))
+        self._go(self.eef() - push * 0.05)
+        self._go(self.eef() + [0, 0, HOVER / 2])
+        self.grip = -1.0
+        self._hold(4)
+        return None if self.scene.part_closed(part) else f"the {part.name} did not close"
+
+    def turn_knob(self, knob: LiberoThing, on: bool) -> str | None:
+        """Grasp the stove's knob from above and turn the wrist (counter-clockwise to turn it on)."""
+        point = self.scene.knob_point(knob)
+        if point is None:
+            return f"the {knob.name} has no knob"
+        self.grip = -1.0
+        yaw = self._nearest_yaw(self.scene.knob_yaw(knob), math.pi)
+        if not self._go(point + [0, 0, HOVER / 2], yaw):
+            return f"the gripper did not reach the {knob.name}'s knob"
+        self._go(point + [0, 0, -KNOB_GRIP_DEPTH], yaw, tol=0.006)
+        self.grasp()
+        turn = KNOB_TURN if on else -KNOB_TURN
+        start = self.yaw()
+        self._go(lambda: point + [0, 0, -KNOB_GRIP_DEPTH], start + turn)
+        self.release()
+        self._go(self.eef() + [0, 0, HOVER / 2])
+        done = self.scene.knob_on(knob) if on else self.scene.knob_off(knob)
+        return None if done else f"the {knob.name} did not turn {'on' if on else 'off'}"
+
+
