@@ -331,5 +331,19 @@ class RobosuiteTaskSource(SourceSpec):
         description="robosuite environments, in turn (scene types lift, stack, pick_place, nut_assembly)")
 
 
+class LiberoTaskSource(SourceSpec):
+    """LIBERO's tasks at their recorded initial states as interactive tasks."""
+
+    kind: Literal["libero_tasks"]
+    scenes: int | None = Field(None, ge=1, le=6500, description="task units to try (a task at one of its initial "
+                                                                "states); derived from ie.tasks when absent")
+    suites: list[LIBERO_SUITES] = Field(default_factory=lambda: ["libero_spatial", "libero_object", "libero_goal"],
+                                        min_length=1, description="LIBERO suites whose tasks are tried, in turn "
+                                                                  "(each suite is a scene type)")
+    tasks: list[str] | None = Field(None, description="only these tasks of the suites (BDDL file stems)")
+    _known_tasks = field_validator("tasks")(LiberoSceneSource._known_tasks.__func__)
+
+
 BUILTIN_SOURCES = (TabletopSource, RoomSource, GroundSource, ImageFolderSource, HouseholdSource, RobosuiteSource,
-                   RobosuiteDemoSource, RobosuiteDemoClipSource, RobosuiteTaskSource, LiberoSceneSource)
+                   RobosuiteDemoSource, RobosuiteDemoClipSource, RobosuiteTaskSource, LiberoSceneSource,
+                   LiberoTaskSource)

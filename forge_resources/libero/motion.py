@@ -18,13 +18,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forge_resources.robosuite.motion import CLEARANCE, HOVER, MAX_STEPS, Motion
+from forge_resources.robosuite.motion import CLEARANCE, FINGERS, GRIP_STEPS, HOVER, Motion
 
 RIM_WORDS = ("bowl", "ramekin", "mug", "plate", "basket", "tray")
 RIM_INSET = 0.012  # the rim grasp's point inside the object's outline
 RIM_DEPTH = 0.03  # and below its top
 RIM_ROOM = 0.06  # clearance beyond which every side of a rim is as good
 PULL_MARGIN = 0.02  # pull a drawer this much past its open threshold
+HOOK_DEPTH = 0.015  # the hooking finger's point below the handle's centre
+PUSH_PAST = 0.03  # push a part this much further than it has to go (it stops at its joint's limit)
 PUSH_STANDOFF = 0.06  # where the closed fingers start in front of a drawer's face
 KNOB_TURN = 1.0  # radians the wrist turns a stove's knob
 KNOB_GRIP_DEPTH = 0.012  # the fingers' point below the top of the knob
@@ -157,23 +159,30 @@ class LiberoMotion(Motion):
     # -- drawers, doors and knobs ------------------------------------------------------------------
 
     def open_part(self, part: LiberoThing) -> str | None:
-        """Grasp the drawer's handle, pull it out along its slide past the open threshold, let go."""
+        """Hook the drawer's handle with one open finger (the fingers across the handle, one behind
+        the bar) and pull it out along its slide past the open threshold."""
         handle = self.scene.part_handle(part)
         if handle is None:
             return f"the {part.name} has no handle to pull"
-        point, pull, travel = handle
-        approach = point + pull * PUSH_STANDOFF
-        yaw = self._nearest_yaw(math.atan2(pull[1], pull[0]) + math.pi / 2, math.pi)  # fingers across the bar
+        bar, pull, travel, behind = handle  # bar centre, pull direction, travel, the bar's back face
+        yaw = self._nearest_yaw(math.atan2(pull[1], pull[0]), math.pi)  # the fingers close along the pull
         self.grip = -1.0
-        if not self._go(approach + [0, 0, HOVER / 2], yaw) or not self._go(approach, yaw):
+        self._hold(GRIP_STEPS // 2)
+        # the gripper's centre half its opening in front of the gap behind the bar: one finger in it
+        hook = bar.copy()
+        hook[:2] = (bar - pull * behind + pull * self._finger_half_gap())[:2]
+        hook[2] = bar[2] - HOOK_DEPTH
+        if not self._go(hook + [0, 0, HOVER], yaw) or not self._go(hook, yaw, tol=0.005):
             return f"the gripper did not reach the {part.name}'s handle"
-        self._go(point, yaw, tol=0.006)
-        self.grasp()
         start = self.eef()
         self._go(lambda: start + pull * (travel + PULL_MARGIN), yaw)
-        self.release()
-        self._go(self.eef() + pull * 0.04 + [0, 0, HOVER / 2])
+        self._go(self.eef() + [0, 0, HOVER])
         return None if self.scene.part_open(part) else f"the {part.name} did not open"
+
+    def _finger_half_gap(self) -> float:
+        """Half the distance between the open fingers (about 4 cm on the Panda)."""
+        left, right = (self.scene.body_position(f) for f in FINGERS)
+        return float(np.linalg.norm(left - right)) / 2
 
     def close_part(self, part: LiberoThing) -> str | None:
         """Push the drawer's front (or the door's free edge) shut with the closed fingers."""
@@ -181,12 +190,15 @@ class LiberoMotion(Motion):
         if front is None:
             return f"the {part.name} cannot be pushed shut"
         point, push, travel = front
+        # the hand's long side (along which the fingers close) across the push, so that only the
+        # fingers' thickness, not the hand's width, reaches toward the fixture
+        yaw = self._nearest_yaw(math.atan2(push[1], push[0]) + math.pi / 2, math.pi)
         self.grip = 1.0
         self._hold(4)
         start = point - push * PUSH_STANDOFF
-        if not self._go(start + [0, 0, HOVER / 2]) or not self._go(start):
+        if not self._go(start + [0, 0, HOVER / 2], yaw) or not self._go(start, yaw):
             return f"the gripper did not reach the {part.name}"
-        self._go(lambda: start + push * (PUSH_STANDOFF + travel + 0.01))
+        self._go(lambda: start + push * (PUSH_STANDOFF + travel + PUSH_PAST), yaw)
         self._go(self.eef() - push * 0.05)
         self._go(self.eef() + [0, 0, HOVER / 2])
         self.grip = -1.0

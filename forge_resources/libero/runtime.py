@@ -155,7 +155,10 @@ def make_env(suite: str, task: str) -> Any:
 
     # ControlEnv, not OffScreenRenderEnv: the latter always opens robosuite's own EGL context,
     # whose exit handler ends the display before MuJoCo renderers of the process are freed.
-    return ControlEnv(bddl_file_name=str(bddl_file(suite, task)), use_camera_obs=False, has_offscreen_renderer=False)
+    # ignore_done: a process restores one environment to many states, and robosuite would refuse
+    # every step once the steps since its build passed its horizon; forge's budgets end episodes
+    return ControlEnv(bddl_file_name=str(bddl_file(suite, task)), use_camera_obs=False, has_offscreen_renderer=False,
+                      ignore_done=True)
 
 
 def renderer(env: Any, width: int, height: int) -> Any:

@@ -242,21 +242,25 @@ class LiberoTaskEnv(SimQueries):
     def knob_off(self, knob: LiberoThing) -> bool:
         return goals.holds(self.part_fact(knob, "turnoff"), self)
 
-    def part_handle(self, part: LiberoThing) -> tuple[np.ndarray, np.ndarray, float] | None:
-        """A drawer's handle: (its centre, the direction that pulls it open, how far to pull)."""
+    def part_handle(self, part: LiberoThing) -> tuple[np.ndarray, np.ndarray, float, float] | None:
+        """A drawer's handle: (the bar's centre, the direction that pulls it open, how far to pull,
+        how far the gap behind the bar lies from its centre: halfway to the drawer's face)."""
         import mujoco
 
-        if not part.joints or "level" not in part.joints[0]:
+        if not part.joints or not part.own_joints:
             return None  # a door: forge pulls drawers only
         joint = self._id(mujoco.mjtObj.mjOBJ_JOINT, part.joints[0])
         body = int(self.model.jnt_bodyid[joint])
         axis = self.data.xmat[body].reshape(3, 3) @ self.model.jnt_axis[joint]
         fact = self.part_fact(part, "open")["joints"][0]
-        q = self.joint_position(part.joints[0])
-        pull = -axis if fact["side"] == "below" else axis
-        travel = abs(fact["threshold"] - q)
-        handle = _handle_geom(self.model, self.data, body, pull)
-        return (handle, pull / np.linalg.norm(pull), travel) if handle is not None else None
+        pull = (-axis if fact["side"] == "below" else axis) / np.linalg.norm(axis)
+        bar = _handle_geom(self.model, self.data, body, pull)
+        face = _front_face(self.model, self.data, body, pull, bar)
+        if bar is None or face is None:
+            return None
+        travel = abs(fact["threshold"] - self.joint_position(part.joints[0]))
+        back = float(np.dot(bar[1] - face, pull))  # the bar's back face to the drawer's face
+        return bar[0], pull, travel, bar[2] + back / 2
 
     def part_front(self, part: LiberoThing) -> tuple[np.ndarray, np.ndarray, float] | None:
         """Where to push a part shut: (a point on its front, the pushing direction, the travel)."""
@@ -275,7 +279,7 @@ class LiberoTaskEnv(SimQueries):
             if handle is None:
                 return None
             q = self.joint_position(part.joints[0])
-            return handle, push, abs(q - fact["threshold"])
+            return handle[0], push, abs(q - fact["threshold"]) + handle[2]
         return _door_front(self, body, joint)
 
     def knob_point(self, knob: LiberoThing) -> np.ndarray | None:
@@ -383,13 +387,34 @@ class LiberoTaskEnv(SimQueries):
                 }[action.name]()
 
 
-def _handle_geom(model: Any, data: Any, body: int, outward: np.ndarray) -> np.ndarray | None:
-    """The collision geom of a drawer body that stands furthest out along ``outward`` (its handle)."""
+def _handle_geom(model: Any, data: Any, body: int, outward: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """The collision geom of a drawer body that stands furthest out along ``outward`` (its handle's
+    bar): (its centre, the centre of its back face, its half depth along ``outward``)."""
     geoms = [g for g in range(model.ngeom) if model.geom_bodyid[g] == body and model.geom_contype[g]]
     if not geoms:
         return None
     g = max(geoms, key=lambda g: float(np.dot(data.geom_xpos[g], outward)))
-    return data.geom_xpos[g].copy()
+    half = float(np.abs(data.geom_xmat[g].reshape(3, 3) @ model.geom_size[g]) @ np.abs(outward))
+    centre = data.geom_xpos[g].copy()
+    return centre, centre - outward * half, half
+
+
+def _front_face(model: Any, data: Any, body: int, outward: np.ndarray, bar: Any) -> np.ndarray | None:
+    """The outer face of the drawer's front panel: the outermost extent, along ``outward``, of its
+    broad geoms (those wider than the bar's fittings)."""
+    if bar is None:
+        return None
+    best = None
+    for g in range(model.ngeom):
+        if model.geom_bodyid[g] != body or not model.geom_contype[g]:
+            continue
+        extent = np.abs(data.geom_xmat[g].reshape(3, 3) @ model.geom_size[g])
+        if float(np.max(extent)) < 0.05:
+            continue  # the bar and its fittings
+        reach = float(np.dot(data.geom_xpos[g], outward) + extent @ np.abs(outward))
+        if reach < float(np.dot(bar[1], outward)) and (best is None or reach > best[0]):
+            best = (reach, data.geom_xpos[g] + outward * (extent @ np.abs(outward)))
+    return best[1] if best else None
 
 
 def _door_front(env: LiberoTaskEnv, body: int, joint: int) -> tuple[np.ndarray, np.ndarray, float] | None:

@@ -24,11 +24,14 @@ NOTHING = "nothing"
 
 
 def run_manipulation_episode(task: Any, initial_state: dict[str, Any], agent: Any, *, env: Any = None,
-                             max_steps: int | None = None, image: bool = False) -> Episode:
+                             max_steps: int | None = None, image: bool = False, holds: Any = None) -> Episode:
+    """One episode on a manipulation environment (robosuite's by default; any world's environment
+    with the same protocol, ``holds`` evaluating its verifier's goal)."""
     from forge.skills import held
     from forge_resources.robosuite.manipulation import ManipulationEnv
-    from forge_resources.robosuite.outcomes import holds
 
+    if holds is None:
+        from forge_resources.robosuite.outcomes import holds
     env = env if env is not None else held("robosuite.manipulation", ManipulationEnv)
     env.image = image
     env.set_state(initial_state)

@@ -56,14 +56,18 @@ class TaskTemplateFile(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> "TaskTemplateFile":
         goal = self.goal
-        if sum(k in goal for k in ("alfred", "subtasks", "outcomes")) != 1:
-            raise ValueError("goal: give exactly one of `alfred` (pddl_params), `subtasks` or `outcomes` (physical)")
+        if sum(k in goal for k in ("alfred", "subtasks", "outcomes", "libero")) != 1:
+            raise ValueError("goal: give exactly one of `alfred` (pddl_params), `subtasks`, `outcomes` (physical) "
+                             "or `libero` (a LIBERO task's own goal)")
         if "alfred" in goal and goal["alfred"].get("task_type") not in TASK_TYPES:
             raise ValueError(f"goal.alfred.task_type must be one of {list(TASK_TYPES)}")
+        own = "libero" in goal  # LIBERO's own instruction, word for word: one wording may be all there is
+        if own and (goal["libero"] or {}).get("facts", "any") not in ("any", "one", "several"):
+            raise ValueError("goal.libero.facts must be any, one or several")
         macro = self.instruction.get("macro") or []
-        if len(macro) < 4:
+        if len(macro) < (1 if own else 4):
             raise ValueError("instruction.macro needs at least four wordings")
-        names = set(self.slots) | {f"{s}_plural" for s in self.slots}
+        names = set(self.slots) | {f"{s}_plural" for s in self.slots} | ({"instruction"} if own else set())
         for text in macro:
             unknown = set(PLACEHOLDER.findall(text)) - names
             if unknown:

@@ -1,6 +1,7 @@
 """The built-in interactive worlds: the household (AI2-THOR floor plans with ALFRED's rules, run
-by forge's household backend) and robosuite manipulation (MuJoCo scenes run by forge's
-``ManipulationEnv``), each registered as ``ie_world:<name>``."""
+by forge's household backend), robosuite manipulation (MuJoCo scenes run by forge's
+``ManipulationEnv``) and LIBERO's tasks (LIBERO's own environments run by forge's
+``LiberoTaskEnv``), each registered as ``ie_world:<name>``."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from forge_skills.ie.trajectory_answers import household_answer_from_log
 from forge_skills.ie.trajectory_eqa import questions_for
 from forge_skills.ie.types import IETask
 from forge_skills.ie.world import IEWorld
+from forge_skills.ie import libero
+from forge_skills.ie.libero_checks import LIBERO_CHECKS
 
 
 def _household_episode(task: Any, state: dict[str, Any], agent: Any, *, max_steps: int | None = None,
@@ -35,5 +38,8 @@ MANIPULATION_WORLD = IEWorld(name=MANIPULATION, checks=ROBOSUITE_CHECKS, reverif
                              run_episode=run_manipulation_episode, questions=manipulation_questions,
                              answer_from_log=manipulation_answers, package=MANIPULATION_PACKAGE,
                              shows=("budget",))
-for _world in (HOUSEHOLD, MANIPULATION_WORLD):
+LIBERO_WORLD = IEWorld(name=libero.ENVIRONMENT, checks=LIBERO_CHECKS, reverify=libero.reverify_task,
+                       run_episode=libero.run_libero_episode, questions=manipulation_questions,
+                       answer_from_log=manipulation_answers, package=libero.PACKAGE, shows=("budget",))
+for _world in (HOUSEHOLD, MANIPULATION_WORLD, LIBERO_WORLD):
     register("ie_world", _world.name, _world)
