@@ -21,14 +21,18 @@ import numpy as np
 from forge_resources.robosuite.motion import CLEARANCE, FINGERS, GRIP_STEPS, HOVER, Motion
 
 RIM_WORDS = ("bowl", "ramekin", "mug", "plate", "basket", "tray")
+HANDLE_WORDS = ("frypan", "moka_pot")  # grasped by their handle, the part furthest out from their middle
 RIM_INSET = 0.012  # the rim grasp's point inside the object's outline
 RIM_DEPTH = 0.03  # and below its top
+HANDLE_INSET = 0.1  # a handle's grasp point this share of its reach in from its end
 RIM_ROOM = 0.06  # clearance beyond which every side of a rim is as good
 PULL_MARGIN = 0.02  # pull a drawer this much past its open threshold
 HOOK_DEPTH = 0.015  # the hooking finger's point below the handle's centre
 PUSH_PAST = 0.03  # push a part this much further than it has to go (it stops at its joint's limit)
 PUSH_STANDOFF = 0.06  # where the closed fingers start in front of a drawer's face
-KNOB_TURN = 1.0  # radians the wrist turns a stove's knob
+KNOB_TURN = 1.0  # radians the wrist turns a stove's knob on (at least)
+KNOB_ON = 0.5  # LIBERO's stove is on from this angle
+KNOB_PAST = 0.3  # turn this much past the threshold
 KNOB_GRIP_DEPTH = 0.012  # the fingers' point below the top of the knob
 
 
@@ -51,6 +55,7 @@ class LiberoThing:
     grasp_site: str | None = None
     compartments: bool = False
     rim: bool = False
+    handle: bool = False
     owner: str | None = None  # the fixture a region, part or knob belongs to
     own_joints: bool = False  # the joints are the region's own (a drawer), not its owner's (a door, a knob)
 
@@ -61,9 +66,23 @@ class LiberoMotion(Motion):
     # -- grasping ------------------------------------------------------------------------------
 
     def _grasp_point(self, thing: LiberoThing) -> np.ndarray:
+        if getattr(thing, "handle", False):
+            return self._handle_point(thing)
         if not getattr(thing, "rim", False):
             return super()._grasp_point(thing)
         return max(self._rim_points(thing), key=lambda p: self._clearance(p, thing))
+
+    def _handle_point(self, thing: LiberoThing) -> np.ndarray:
+        """The collision geom furthest out horizontally from the object's origin (a pan's handle), at
+        its own height."""
+        model, data = self.scene.model, self.scene.data
+        origin = self.scene.body_position(thing.body)
+        geoms = [g for g in self.scene.geoms_under(thing.body) if model.geom_contype[g] or model.geom_conaffinity[g]]
+        far = max(geoms, key=lambda g: float(np.linalg.norm(data.geom_xpos[g][:2] - origin[:2])))
+        point = data.geom_xpos[far].copy()
+        # a little in from the handle's end, toward the middle
+        point[:2] -= (point[:2] - origin[:2]) * HANDLE_INSET
+        return point
 
     def _rim_points(self, thing: LiberoThing) -> list[np.ndarray]:
         """A point on the rim on each side of the object (along the world axes), the side facing
@@ -94,6 +113,9 @@ class LiberoMotion(Motion):
         return round(room, 3)
 
     def _grasp_yaw(self, thing: LiberoThing) -> float:
+        if getattr(thing, "handle", False):  # the fingers close across the handle
+            radial = self._handle_point(thing)[:2] - self.scene.body_position(thing.body)[:2]
+            return self._nearest_yaw(math.atan2(radial[1], radial[0]) + math.pi / 2, math.pi)
         if not getattr(thing, "rim", False):
             return super()._grasp_yaw(thing)
         low, high = self._extent(thing.body)
@@ -216,7 +238,9 @@ class LiberoMotion(Motion):
             return f"the gripper did not reach the {knob.name}'s knob"
         self._go(point + [0, 0, -KNOB_GRIP_DEPTH], yaw, tol=0.006)
         self.grasp()
-        turn = KNOB_TURN if on else -KNOB_TURN
+        # on: at least KNOB_TURN past where it stands; off: back past zero (its off threshold)
+        angle = self.scene.knob_angle(knob)
+        turn = max(KNOB_TURN, KNOB_ON - angle + KNOB_PAST) if on else -(angle + KNOB_PAST)
         start = self.yaw()
         self._go(lambda: point + [0, 0, -KNOB_GRIP_DEPTH], start + turn)
         self.release()

@@ -5,8 +5,9 @@ LIBERO's agent camera shows them in the initial state, along the direction they 
 ("the black bowl on the left", "the black bowl at the back", "the black bowl in the middle"),
 never by LIBERO's numbering. Fixtures offer their regions ("the top of the wooden cabinet", "the
 front compartment of the desk caddy"), their drawers and doors ("the top drawer of the wooden
-cabinet", "the microwave") and their knobs ("the stove"). Regions of the table itself (a patch to
-the right of the plate) are not named: nothing in the view marks where they lie.
+cabinet", "the microwave") and their knobs ("the stove"). Regions of the table beside a thing are
+named by it, as LIBERO's instructions name them ("the table to the right of the plate"); other
+regions of the table are not named: nothing in the view marks where they lie.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from forge_resources.libero.motion import RIM_WORDS, LiberoThing
+from forge_resources.libero.motion import HANDLE_WORDS, RIM_WORDS, LiberoThing
 from forge_resources.libero.scenes import FIXTURE_NAMES, category_of, object_name
 
 # A fixture region's ending -> (how a person names it, given the fixture's name; things go in it).
@@ -35,6 +36,8 @@ REGIONS: dict[str, tuple[str, bool]] = {
 # Fixtures whose regions are named otherwise than a cabinet's.
 SHELF_REGIONS = {"top_region": ("top shelf of the {f}", True), "bottom_region": ("bottom shelf of the {f}", True)}
 RACK_REGIONS = {"top_region": ("{f}", False)}
+TABLES = ("table", "kitchen_table", "living_room_table", "study_table", "floor", "main_table")
+SIDES = {"left": "to the left of", "right": "to the right of", "front": "in front of", "behind": "behind"}
 POSITIONS = {2: ("{} on the left", "{} on the right"), 3: ("{} on the left", "{} in the middle", "{} on the right")}
 DEPTHS = {2: ("{} at the front", "{} at the back"), 3: ("{} at the front", "{} in the middle", "{} at the back")}
 
@@ -48,14 +51,41 @@ def things_of(env: Any, queries: Any, camera: str = "agentview", names: dict[str
     for instance, obj in env.objects_dict.items():
         category = category_of(instance)
         out.append(LiberoThing(named.get(instance, object_name(category)), instance, obj.root_body, "object",
-                               rim=any(w in category for w in RIM_WORDS)))
+                               rim=any(w in category for w in RIM_WORDS),
+                               handle=any(w in category for w in HANDLE_WORDS)))
     for instance, fixture in env.fixtures_dict.items():
         category = category_of(instance)
-        if category in ("table", "kitchen_table", "living_room_table", "study_table", "floor", "main_table"):
+        if category in TABLES:
             continue
         label = FIXTURE_NAMES.get(category, category.replace("_", " "))
         out += _fixture_things(env, instance, fixture, category, label)
-    return tuple(out)
+    return tuple(out + _table_spots(env, queries, named))
+
+
+def _table_spots(env: Any, queries: Any, named: dict[str, str]) -> list[LiberoThing]:
+    """Regions of the table named by the one object or fixture beside them ("the table to the right
+    of the plate"): LIBERO's own instructions place things so."""
+    import mujoco
+
+    nouns: dict[str, list[str]] = defaultdict(list)
+    for instance in env.objects_dict:
+        nouns[category_of(instance)].append(named.get(instance, object_name(category_of(instance))))
+    for instance in env.fixtures_dict:
+        nouns[category_of(instance)].append(FIXTURE_NAMES.get(category_of(instance), category_of(instance)))
+    out = []
+    for site_name in env.object_sites_dict:
+        table = next((t for t in TABLES if site_name.startswith(t + "_")), None)
+        side = next((w for w in SIDES if site_name.endswith(f"_{w}_region")), None)
+        if table is None or side is None:
+            continue
+        category = site_name[len(table) + 1: -len(f"_{side}_region")]
+        if len(nouns.get(category, [])) != 1:
+            continue  # beside none of the scene's things, or beside one of several alike
+        site = mujoco.mj_name2id(queries.model, mujoco.mjtObj.mjOBJ_SITE, site_name)
+        body = mujoco.mj_id2name(queries.model, mujoco.mjtObj.mjOBJ_BODY, int(queries.model.site_bodyid[site]))
+        out.append(LiberoThing(f"table {SIDES[side]} the {nouns[category][0]}", site_name, body, "region",
+                               site=site_name, inside=False, owner=table))
+    return out
 
 
 def _fixture_things(env: Any, instance: str, fixture: Any, category: str, label: str) -> list[LiberoThing]:

@@ -296,6 +296,9 @@ class LiberoTaskEnv(SimQueries):
         point[2] = max(tops)
         return point
 
+    def knob_angle(self, knob: LiberoThing) -> float:
+        return self.joint_position(knob.joints[0])
+
     def knob_yaw(self, knob: LiberoThing) -> float:
         import math
 
