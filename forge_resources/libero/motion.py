@@ -18,7 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forge_resources.robosuite.motion import CLEARANCE, FINGERS, GRIP_STEPS, HOVER, Motion
+from typing import Any
+
+from forge_resources.robosuite.motion import CLEARANCE, FINGERS, GAIN, GRIP_STEPS, HOVER, MAX_STEPS, POS_SCALE, YAW_SCALE, Motion
 
 RIM_WORDS = ("bowl", "ramekin", "mug", "plate", "basket", "tray")
 HANDLE_WORDS = ("frypan", "moka_pot")  # grasped by their handle, the part furthest out from their middle
@@ -27,7 +29,11 @@ RIM_DEPTH = 0.03  # and below its top
 HANDLE_INSET = 0.1  # a handle's grasp point this share of its reach in from its end
 RIM_ROOM = 0.06  # clearance beyond which every side of a rim is as good
 PULL_MARGIN = 0.02  # pull a drawer this much past its open threshold
-HOOK_DEPTH = 0.015  # the hooking finger's point below the handle's centre
+STAGING = 0.12  # where the hand turns toward a drawer: this far out in front of its handle
+RETREAT = 0.06  # how far the hand backs off a drawer it let go of
+ROT_TOLERANCE = 0.06  # radians
+DRAWER_MARGIN = 0.03  # an object put in a drawer has its origin this far inside the region's outer edge
+HALF_OPEN_STEPS = 5  # closing steps from open to about half open
 PUSH_PAST = 0.03  # push a part this much further than it has to go (it stops at its joint's limit)
 PUSH_STANDOFF = 0.06  # where the closed fingers start in front of a drawer's face
 KNOB_TURN = 1.0  # radians the wrist turns a stove's knob on (at least)
@@ -169,6 +175,8 @@ class LiberoMotion(Motion):
             offset = eef - self.scene.body_position(held.body)
             below = eef[2] - self._extent(held.body)[0][2]
         inside = place.inside or place.kind == "object"
+        if place.kind == "part" and place.own_joints and held is not None:
+            centre = self._drawer_spot(place, centre, half, held)
         floor = centre[2] - half[2] if inside else centre[2] + half[2]
         owner_top = self._extent(place.body)[1][2] if place.body else floor
         top = max(floor + 0.02, owner_top)
@@ -178,33 +186,86 @@ class LiberoMotion(Motion):
         target[2] = (top + height + below) if hover else (floor + CLEARANCE + origin_below)
         return target
 
+    def _drawer_spot(self, part: LiberoThing, centre: np.ndarray, half: np.ndarray, held: LiberoThing) -> np.ndarray:
+        """Where in an open drawer the held object goes: its origin near the region's outer edge along
+        the drawer's pull (the rest of the drawer lies under the fixture's top)."""
+        handle = self.scene.part_handle(part)
+        if handle is None:
+            return centre
+        pull = handle[1]
+        room = float(half @ np.abs(pull)) - DRAWER_MARGIN
+        return centre + pull * max(room, 0.0)
+
     # -- drawers, doors and knobs ------------------------------------------------------------------
 
     def open_part(self, part: LiberoThing) -> str | None:
-        """Hook the drawer's handle with one open finger (the fingers across the handle, one behind
-        the bar) and pull it out along its slide past the open threshold."""
+        """Turn the hand to point at the drawer, the fingers closing up and down around its handle's
+        bar, grasp the bar, pull the drawer out along its slide past its open threshold, let go and
+        turn back to pointing down."""
         handle = self.scene.part_handle(part)
         if handle is None:
             return f"the {part.name} has no handle to pull"
-        bar, pull, travel, behind = handle  # bar centre, pull direction, travel, the bar's back face
-        yaw = self._nearest_yaw(math.atan2(pull[1], pull[0]), math.pi)  # the fingers close along the pull
-        self.grip = -1.0
-        self._hold(GRIP_STEPS // 2)
-        # the gripper's centre half its opening in front of the gap behind the bar: one finger in it
-        hook = bar.copy()
-        hook[:2] = (bar - pull * behind + pull * self._finger_half_gap())[:2]
-        hook[2] = bar[2] - HOOK_DEPTH
-        if not self._go(hook + [0, 0, HOVER], yaw) or not self._go(hook, yaw, tol=0.005):
+        bar, pull, travel, _behind = handle
+        level = self._hand_at(-pull)
+        down = self.orientation()
+        self._half_open()  # the fingers spread less than the handles of the drawers above and below
+        staging = bar + pull * STAGING
+        if not self._go(staging + [0, 0, HOVER / 2]) or not self._turn_to(level, staging + [0, 0, HOVER / 2]):
+            return f"the gripper could not turn toward the {part.name}"
+        if not self._go_pose(staging, level) or not self._go_pose(bar, level, tol=0.006):
             return f"the gripper did not reach the {part.name}'s handle"
+        self.grasp()
         start = self.eef()
-        self._go(lambda: start + pull * (travel + PULL_MARGIN), yaw)
-        self._go(self.eef() + [0, 0, HOVER])
+        self._go_pose(lambda: start + pull * (travel + PULL_MARGIN), level)
+        self.release()
+        self._go_pose(self.eef() + pull * RETREAT, level)
+        self._go_pose(self.eef() + [0, 0, HOVER / 2], level)
+        self._turn_to(down, self.eef())
         return None if self.scene.part_open(part) else f"the {part.name} did not open"
 
-    def _finger_half_gap(self) -> float:
-        """Half the distance between the open fingers (about 4 cm on the Panda)."""
-        left, right = (self.scene.body_position(f) for f in FINGERS)
-        return float(np.linalg.norm(left - right)) / 2
+    def _half_open(self) -> None:
+        """Fingers about half open: the gripper's command moves a fifth of its range per step."""
+        self.grip = 1.0
+        self._hold(HALF_OPEN_STEPS)
+        self.grip = 0.0
+        self._hold(GRIP_STEPS // 2)
+
+    def orientation(self) -> np.ndarray:
+        return self.scene.data.site_xmat[self.site].reshape(3, 3).copy()
+
+    def _hand_at(self, approach: np.ndarray) -> np.ndarray:
+        """The grip site's rotation pointing the hand along ``approach`` (horizontal) with the fingers
+        closing vertically: of the two such, the nearer to the hand's rotation now."""
+        from scipy.spatial.transform import Rotation
+
+        z = np.array([approach[0], approach[1], 0.0])
+        z /= max(float(np.linalg.norm(z)), 1e-9)
+        now = self.orientation()
+        options = []
+        for up in (1.0, -1.0):
+            x = np.array([0.0, 0.0, up])
+            options.append(np.column_stack([x, np.cross(z, x), z]))
+        return min(options, key=lambda r: Rotation.from_matrix(r @ now.T).magnitude())
+
+    def _turn_to(self, rotation: np.ndarray, where: np.ndarray) -> bool:
+        return self._go_pose(where, rotation, tol=0.02)
+
+    def _go_pose(self, target: Any, rotation: np.ndarray, tol: float = 0.008) -> bool:
+        """Step toward a position and a full rotation of the grip site (robosuite's controller takes
+        rotation deltas as axis-angle in the base frame, applied to the current rotation)."""
+        from scipy.spatial.transform import Rotation
+
+        for _ in range(MAX_STEPS * 2):
+            err = (target() if callable(target) else target) - self.eef()
+            turn = Rotation.from_matrix(rotation @ self.orientation().T).as_rotvec()
+            if np.linalg.norm(err) < tol and np.linalg.norm(turn) < ROT_TOLERANCE:
+                return True
+            action = np.zeros(7)
+            action[:3] = np.clip(err / POS_SCALE * GAIN, -1.0, 1.0)
+            action[3:6] = np.clip(turn / YAW_SCALE * GAIN, -1.0, 1.0)
+            action[6] = self.grip
+            self._step(action)
+        return False
 
     def close_part(self, part: LiberoThing) -> str | None:
         """Push the drawer's front (or the door's free edge) shut with the closed fingers."""

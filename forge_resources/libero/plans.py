@@ -55,8 +55,10 @@ def reference_plan(env: Any, goal: dict[str, Any]) -> list[Action]:
             thing = thing_for(env, fact)
             if thing is None:
                 raise PlanError(f"{fact['kind']} {fact['of'][0]}: no drawer, door or knob of the scene moves it")
-            if fact["kind"] == "open" and thing.name in opened:
-                continue
+            if fact["kind"] == "open":
+                if thing.name in opened:
+                    continue
+                opened.add(thing.name)
             steps.append(Action(STEP[fact["kind"]], (thing.name,)))
             continue
         obj = env.thing_of(fact["of"][0])
