@@ -84,7 +84,8 @@ def cut_control(plan: list[Action]) -> list[Action]:
 
 def wrong_target_control(env: Any, plan: list[Action]) -> list[Action] | None:
     """The reference with its last placement's object swapped for another object of the scene
-    (one the plan does not name), or its last part or knob for another; None when there is none."""
+    (one the plan does not name), or its last part or knob for one of another fixture; None when
+    there is none."""
     named = {a for step in plan for a in step.args}
     last = max(range(len(plan)), key=lambda i: (plan[i].name in ("MoveAbove", "Open", "Close", "TurnOn", "TurnOff"), i))
     step = plan[last]
@@ -98,7 +99,11 @@ def wrong_target_control(env: Any, plan: list[Action]) -> list[Action] | None:
             out[i] = Action(plan[i].name, tuple(wrong if a == step.args[0] else a for a in plan[i].args))
         return out
     kinds = {"Open": ("part",), "Close": ("part",), "TurnOn": ("knob",), "TurnOff": ("knob",)}[step.name]
-    others = [t for t in env.things() if t.kind in kinds and t.name not in named]
+    aimed = env.thing(step.args[0])
+    # a part of another fixture: the drawer above or below the asked one moves with the hand that
+    # pushes its neighbour (closing the middle drawer pushes an open top drawer shut too)
+    others = [t for t in env.things() if t.kind in kinds and t.name not in named
+              and (aimed is None or t.owner != aimed.owner)]
     if not others:
         return None
     return plan[:last] + [Action(step.name, (others[0].name,))] + plan[last + 1:]

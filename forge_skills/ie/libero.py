@@ -246,7 +246,13 @@ def state_env(get_blob: Any, blob: str) -> tuple[Any, dict[str, Any]]:
     return env, state
 
 
-@skill("ie.synthesize_libero_task", stage="S4", requires=REQUIRES, parallel=True)
+def _binding_task(binding: TaskBinding) -> str:
+    return binding.scene.rsplit("/", 1)[0]
+
+
+# affinity: a task's bindings are made (and then checked by the driver) one after another, so
+# neither a worker nor the driver builds a LIBERO scene again for each (2-7 s a build)
+@skill("ie.synthesize_libero_task", stage="S4", requires=REQUIRES, parallel=True, affinity=_binding_task)
 def synthesize_libero_task(ctx: SkillContext, binding: TaskBinding) -> list[IETask]:
     """The binding as a task: LIBERO's instruction, the compiled verifier, the admitted reference
     (run again here from the restored state: it must still reach the goal), budgets from it."""

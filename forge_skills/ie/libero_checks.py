@@ -8,7 +8,8 @@ LIBERO's own success check as the oracle the compiled verifier answers to.
 - C2: the reference reaches the goal on every one of ``REPEATS`` executions from the restored
   state, LIBERO's check agreeing after every control step, ending in the same state each time,
   with no strict prefix reaching it; the reference cut before its last step and a wrong-target
-  control reach neither forge's goal nor LIBERO's success, the two agreeing throughout.
+  control reach neither forge's goal nor LIBERO's success, the two agreeing throughout (the cut
+  control's states are the reference's own up to its last step, compared on its runs).
 - D2: the stored state restores exactly, also after an episode ran; every object is back where
   it was within ``POSE_TOLERANCE``.
 """
@@ -104,6 +105,9 @@ def split_consistent(task: IETask, ctx: CheckContext) -> Outcome:
 
 
 def reference_completes(task: IETask, ctx: CheckContext) -> Outcome:
+    """Three executions from the restored state, LIBERO's check compared after every control step;
+    they also stand for the control cut before the reference's last step (its states are the
+    reference's own up to there: the goal must not hold after a strict prefix)."""
     from forge_skills.ie.libero import execute
 
     goal = task.verifier["goal"]
@@ -127,26 +131,27 @@ def reference_completes(task: IETask, ctx: CheckContext) -> Outcome:
 
 
 def controls_fail(task: IETask, ctx: CheckContext) -> Outcome:
+    """A wrong-target control reaches neither forge's goal nor LIBERO's success, the two agreeing
+    after every control step. The control cut before the reference's last step needs no run of
+    its own: its states are the reference's up to there, which ``reference_completes`` compared
+    step by step and found short of the goal (repeated runs agree to a micrometre)."""
     from forge_resources.household.protocol import Action
-    from forge_resources.libero.plans import cut_control, wrong_target_control
+    from forge_resources.libero.plans import wrong_target_control
     from forge_skills.ie.libero import execute
 
     goal = task.verifier["goal"]
-    plan = [Action.from_dict(s) for s in task.reference_plan]
     env, _ = _env(task, ctx)
-    controls = [("cut before its last step", cut_control(plan)), ("wrong target", wrong_target_control(env, plan))]
-    problems = []
-    for label, steps in controls:
-        if steps is None:
-            continue
-        env, _ = _env(task, ctx)
-        run = execute(env, [a.to_dict() for a in steps], goal, compare=True)
-        if run["disagree"]:
-            problems.append(f"forge's verifier and LIBERO's success check disagree after control step "
-                            f"{run['disagree'][0]} of the {label} control")
-        elif run["success"]:
-            problems.append(f"the {label} control reaches the goal")
-    return Outcome(not problems, "; ".join(problems))
+    steps = wrong_target_control(env, [Action.from_dict(s) for s in task.reference_plan])
+    if steps is None:
+        return Outcome(True, "no other object, drawer or knob to aim at: only the cut control applies")
+    env, _ = _env(task, ctx)
+    run = execute(env, [a.to_dict() for a in steps], goal, compare=True)
+    if run["disagree"]:
+        return Outcome(False, f"forge's verifier and LIBERO's success check disagree after control step "
+                              f"{run['disagree'][0]} of the wrong-target control")
+    if run["success"]:
+        return Outcome(False, "the wrong target control reaches the goal")
+    return Outcome(True, "")
 
 
 def state_restores(task: IETask, ctx: CheckContext) -> Outcome:
@@ -160,7 +165,8 @@ def state_restores(task: IETask, ctx: CheckContext) -> Outcome:
         return Outcome(False, "restore failure: the restored state differs from the stored one")
     bodies = [t.body for t in env.things() if t.kind == "object"]
     before = np.array([env.body_position(b) for b in bodies])
-    execute(env, task.reference_plan, task.verifier["goal"])
+    # an episode that moved the arm and, mostly, an object: the first half of the reference
+    execute(env, task.reference_plan[: max(1, len(task.reference_plan) // 2)], task.verifier["goal"])
     env.set_state(state)
     after = np.array([env.body_position(b) for b in bodies])
     if env.get_state() != state or float(np.abs(after - before).max()) > POSE_TOLERANCE:
