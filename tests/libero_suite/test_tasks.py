@@ -150,7 +150,8 @@ ALL = [(s, t) for s in runtime.SUITES for t in runtime.tasks(s)] if WHY is None 
 @pytest.mark.slow
 @pytest.mark.parametrize("suite,task", ALL)
 def test_every_task_renders_and_its_verifier_agrees_with_liberos_check(env, suite, task):
-    """Each task at its first initial state, settled: both cameras render; forge's compiled goal and
+    """Each task at its first initial state, settled: both cameras render, showing some of its objects
+    or fixtures; forge's compiled goal and
     LIBERO's check agree at the start (both false) and after every control step of the reference,
     and where the reference is admitted, both hold at its end."""
     from forge_resources.libero.plans import PlanError, reference_plan
@@ -158,9 +159,14 @@ def test_every_task_renders_and_its_verifier_agrees_with_liberos_check(env, suit
 
     goal = _reset(env, suite, task)
     r = env.scenes.renderer(suite, task, 128, 128)
+    things = runtime.thing_geoms(env.scenes.env(suite, task))
+    seen = set()
     for cam in CAMERAS:
-        rgb, depth, _geom = runtime.render(env.scenes.env(suite, task), r, cam)
-        assert rgb.std() > 10 and 0.01 < float(depth.min()) < float(depth.max()) < 50, (task, cam)
+        rgb, depth, geom = runtime.render(env.scenes.env(suite, task), r, cam)
+        assert rgb.shape == (128, 128, 3) and rgb.std() > 10, f"{task}: camera {cam} shows a flat image"
+        assert 0.01 < float(depth.min()) < float(depth.max()) < 50, f"{task}: camera {cam} depth out of range"
+        seen |= {name for name, ids in things.items() if np.isin(geom, ids).any()}
+    assert seen, f"{suite}/{task}: no object or fixture is seen by any camera"
     assert _agree(env, goal) == (False, False), f"{suite}/{task}: the goal holds at the start"
     try:
         plan = reference_plan(env, goal)
