@@ -18,8 +18,10 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "libero_interactive
 # LIBERO's scenes take seconds each to build and a build of tasks minutes on two cores: slow.
 pytestmark = [pytest.mark.skipif(WHY is not None, reason=WHY or ""), pytest.mark.xdist_group("libero"),
               pytest.mark.slow]
+# placements of five high-level steps: a task one step reaches (turn on the stove) a random agent
+# with the high-level actions finds often, as it finds a robosuite cube to lift
 TASKS = ["pick_up_the_ketchup_and_place_it_in_the_basket",
-         "pick_up_the_black_bowl_on_the_cookie_box_and_place_it_on_the_plate", "turn_on_the_stove"]
+         "pick_up_the_black_bowl_on_the_cookie_box_and_place_it_on_the_plate", "put_the_bowl_on_the_plate"]
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +69,7 @@ def test_tasks_carry_liberos_instruction_and_the_package_its_verifier_without_as
         assert answer["verifier"]["kind"] == "physical" and answer["goal"]["bddl"]
         assert visible["instruction"]["macro"] == answer["goal"]["instruction"]
         languages.add(visible["instruction"]["macro"])
-    assert "Turn on the stove." in languages and "Pick the ketchup and place it in the basket." in languages
+    assert "Put the bowl on the plate." in languages and "Pick the ketchup and place it in the basket." in languages
     manifest = json.loads((pkg / "manifest.json").read_text())
     assert manifest["licence"]["terms"]["redistribute"] is False
     assert not [p for p in manifest["files"] if p.endswith((".xml", ".stl", ".obj", ".msh", ".png"))
