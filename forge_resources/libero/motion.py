@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from typing import Any
-
-from forge_resources.robosuite.motion import CLEARANCE, FINGERS, GAIN, GRIP_STEPS, HOVER, MAX_STEPS, POS_SCALE, YAW_SCALE, Motion
+from forge_resources.robosuite.motion import CLEARANCE, GAIN, GRIP_STEPS, HOVER, MAX_STEPS, POS_SCALE, YAW_SCALE, Motion
 
 RIM_WORDS = ("bowl", "ramekin", "mug", "plate", "basket", "tray")
 HANDLE_WORDS = ("frypan", "moka_pot")  # grasped by their handle, the part furthest out from their middle
@@ -205,7 +204,7 @@ class LiberoMotion(Motion):
         handle = self.scene.part_handle(part)
         if handle is None:
             return f"the {part.name} has no handle to pull"
-        bar, pull, travel, _behind = handle
+        bar, pull, travel = handle
         level = self._hand_at(-pull)
         down = self.orientation()
         self._half_open()  # the fingers spread less than the handles of the drawers above and below

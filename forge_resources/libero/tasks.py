@@ -25,7 +25,8 @@ from forge_resources.household.protocol import Action, ActionSpec, Observation, 
 from forge_resources.libero import goals
 from forge_resources.libero.motion import LiberoMotion, LiberoThing
 from forge_resources.libero.naming import things_of
-from forge_resources.robosuite.manipulation import ACTIONS as ARM_ACTIONS, _references
+from forge_resources.robosuite.arm_state import arm_refusal, capture, restore
+from forge_resources.robosuite.manipulation import ACTIONS as ARM_ACTIONS
 from forge_resources.robosuite.queries import QueryError, SimQueries
 
 AGENT_CAMERA = "agentview"
@@ -75,40 +76,16 @@ class LiberoTaskEnv(SimQueries):
         return self.observation()
 
     def get_state(self) -> dict[str, Any]:
-        import mujoco
-
         self._need()
-        spec = mujoco.mjtState.mjSTATE_INTEGRATION
-        flat = np.empty(mujoco.mj_stateSize(self.model, spec))
-        mujoco.mj_getState(self.model, self.data, flat, spec)
-        return {"env": "libero", "suite": self.key[0], "task": self.key[1], "init": self.init,
-                "mujoco_state": [float(v) for v in flat],
-                "gripper_command": [float(v) for v in self.motion.gripper_command()],
-                "controllers": {name: {k: [float(x) for x in np.ravel(v)] for k, v in _references(c).items()}
-                                for name, c in self._controllers().items()},
+        return {"env": "libero", "suite": self.key[0], "task": self.key[1], "init": self.init, **capture(self),
                 "names": dict(self._names)}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        import mujoco
-
         if state.get("env") != "libero" or not state.get("suite") or not state.get("task"):
             raise LiberoTaskError(f"the state is not a LIBERO task's (env {state.get('env')!r})")
         env = self.scenes.env(state["suite"], state["task"]).env
         self._attach(state["suite"], state["task"], env)
-        spec = mujoco.mjtState.mjSTATE_INTEGRATION
-        flat = np.asarray(state["mujoco_state"], dtype=float)
-        if flat.shape != (mujoco.mj_stateSize(self.model, spec),):
-            raise LiberoTaskError(f"the state holds {flat.size} values; {state['task']}'s model needs "
-                                  f"{mujoco.mj_stateSize(self.model, spec)}")
-        mujoco.mj_setState(self.model, self.data, flat, spec)
-        mujoco.mj_forward(self.model, self.data)
-        self.motion.set_gripper_command(state["gripper_command"])
-        saved = state.get("controllers") or {}
-        for name, controller in self._controllers().items():
-            for key, value in _references(controller).items():
-                if key in saved.get(name, {}):
-                    setattr(controller, key, np.asarray(saved[name][key], dtype=float).reshape(np.shape(value)))
-            controller.new_update = True
+        restore(self, state, state["task"], LiberoTaskError)
         self.init = int(state.get("init", 0))
         self._names = dict(state.get("names") or {})
         self._things = things_of(env, self, camera=AGENT_CAMERA, names=self._names)
@@ -242,9 +219,8 @@ class LiberoTaskEnv(SimQueries):
     def knob_off(self, knob: LiberoThing) -> bool:
         return goals.holds(self.part_fact(knob, "turnoff"), self)
 
-    def part_handle(self, part: LiberoThing) -> tuple[np.ndarray, np.ndarray, float, float] | None:
-        """A drawer's handle: (the bar's centre, the direction that pulls it open, how far to pull,
-        how far the gap behind the bar lies from its centre: halfway to the drawer's face)."""
+    def part_handle(self, part: LiberoThing) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """A drawer's handle: (the bar's centre, the direction that pulls it open, how far to pull)."""
         import mujoco
 
         if not part.joints or not part.own_joints:
@@ -255,12 +231,9 @@ class LiberoTaskEnv(SimQueries):
         fact = self.part_fact(part, "open")["joints"][0]
         pull = (-axis if fact["side"] == "below" else axis) / np.linalg.norm(axis)
         bar = _handle_geom(self.model, self.data, body, pull)
-        face = _front_face(self.model, self.data, body, pull, bar)
-        if bar is None or face is None:
+        if bar is None:
             return None
-        travel = abs(fact["threshold"] - self.joint_position(part.joints[0]))
-        back = float(np.dot(bar[1] - face, pull))  # the bar's back face to the drawer's face
-        return bar[0], pull, travel, bar[2] + back / 2
+        return bar[0], pull, abs(fact["threshold"] - self.joint_position(part.joints[0]))
 
     def part_front(self, part: LiberoThing) -> tuple[np.ndarray, np.ndarray, float] | None:
         """Where to push a part shut: (a point on its front, the pushing direction, the travel)."""
@@ -319,47 +292,20 @@ class LiberoTaskEnv(SimQueries):
             self.motion = LiberoMotion(env, self)
         self.motion.steps = 0
 
-    def _controllers(self) -> dict[str, Any]:
-        return {f"{i}:{name}": c for i, robot in enumerate(self.env.robots)
-                for name, c in robot.composite_controller.part_controllers.items()}
-
     def _need(self) -> None:
         if self.env is None:
             raise LiberoTaskError("no task: reset or set_state first")
 
     def _why_not(self, action: Action) -> str | None:
-        spec = next((a for a in ACTIONS if a.name == action.name), None)
-        if spec is None:
-            return f"unknown action {action.name!r}; actions: {[a.name for a in ACTIONS]}"
-        if len(action.args) != len(spec.arg_kinds):
-            return f"{action.name} takes {len(spec.arg_kinds)} arguments ({', '.join(spec.arg_kinds)})"
-        if action.name == "MoveDelta":
-            try:
-                values = [float(v) for v in action.args]
-            except ValueError:
-                return "MoveDelta takes seven numbers"
-            return None if all(np.isfinite(v) and -1.0 <= v <= 1.0 for v in values) else "values must lie in [-1, 1]"
+        why = arm_refusal(self, action, ACTIONS)
+        if why is not None or action.name == "MoveDelta":
+            return why
         things = [self.thing(a) for a in action.args]
-        if any(t is None for t in things):
-            return f"no {action.args[things.index(None)]!r} here; things: {[t.name for t in self._things]}"
         holding = self.motion.holding()
         target = things[0] if things else None
         if action.name == "MoveAbove" and target.kind == "knob":
             return f"the {target.name} is turned, not moved above (TurnOn, TurnOff)"
-        if action.name == "Descend":
-            if target.kind != "object":
-                return f"the {target.name} is not an object to grasp"
-            if self.motion.closed():
-                return "the gripper is closed"
-            if not self.motion.above(target):
-                return f"the gripper is not above the {target.name}"
-        if action.name == "Grasp" and self.motion.closed():
-            return "the gripper is closed"
         if action.name == "PlaceAt":
-            if holding is None:
-                return "the gripper holds nothing"
-            if target is holding:
-                return f"the gripper holds the {holding.name} itself"
             if not self.is_place(target):
                 return f"the {target.name} is not a place to put things"
         if action.name in KINDS_FOR:
@@ -400,24 +346,6 @@ def _handle_geom(model: Any, data: Any, body: int, outward: np.ndarray) -> tuple
     half = float(np.abs(data.geom_xmat[g].reshape(3, 3) @ model.geom_size[g]) @ np.abs(outward))
     centre = data.geom_xpos[g].copy()
     return centre, centre - outward * half, half
-
-
-def _front_face(model: Any, data: Any, body: int, outward: np.ndarray, bar: Any) -> np.ndarray | None:
-    """The outer face of the drawer's front panel: the outermost extent, along ``outward``, of its
-    broad geoms (those wider than the bar's fittings)."""
-    if bar is None:
-        return None
-    best = None
-    for g in range(model.ngeom):
-        if model.geom_bodyid[g] != body or not model.geom_contype[g]:
-            continue
-        extent = np.abs(data.geom_xmat[g].reshape(3, 3) @ model.geom_size[g])
-        if float(np.max(extent)) < 0.05:
-            continue  # the bar and its fittings
-        reach = float(np.dot(data.geom_xpos[g], outward) + extent @ np.abs(outward))
-        if reach < float(np.dot(bar[1], outward)) and (best is None or reach > best[0]):
-            best = (reach, data.geom_xpos[g] + outward * (extent @ np.abs(outward)))
-    return best[1] if best else None
 
 
 def _door_front(env: LiberoTaskEnv, body: int, joint: int) -> tuple[np.ndarray, np.ndarray, float] | None:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from forge_resources.household.protocol import Action, ActionSpec, Observation, StepResult
+from forge_resources.robosuite.arm_state import arm_refusal, capture, controllers, restore
 from forge_resources.robosuite.motion import Motion
 from forge_resources.robosuite.naming import AGENT_CAMERA
 from forge_resources.robosuite.things import THINGS, Thing
@@ -95,40 +96,15 @@ class ManipulationEnv(SimQueries):
         return self.observation()
 
     def get_state(self) -> dict[str, Any]:
-        import mujoco
-
         self._need()
-        spec = mujoco.mjtState.mjSTATE_INTEGRATION
-        flat = np.empty(mujoco.mj_stateSize(self.model, spec))
-        mujoco.mj_getState(self.model, self.data, flat, spec)
-        return {"env": self.env_name, "mujoco_state": [float(v) for v in flat],
-                "gripper_command": [float(v) for v in self.motion.gripper_command()],
-                "controllers": {name: {k: [float(x) for x in np.ravel(v)] for k, v in _references(c).items()}
-                                for name, c in self._controllers().items()}}
+        return {"env": self.env_name, **capture(self)}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        import mujoco
-
         name = state.get("env")
         if name not in THINGS:
             raise SceneError(f"the state names environment {name!r}; manipulation environments: {sorted(THINGS)}")
         self._attach(name, self.scenes.env(name))
-        spec = mujoco.mjtState.mjSTATE_INTEGRATION
-        flat = np.asarray(state["mujoco_state"], dtype=float)
-        if flat.shape != (mujoco.mj_stateSize(self.model, spec),):
-            raise SceneError(f"the state holds {flat.size} values; {name}'s model needs "
-                             f"{mujoco.mj_stateSize(self.model, spec)}")
-        mujoco.mj_setState(self.model, self.data, flat, spec)
-        mujoco.mj_forward(self.model, self.data)
-        self.motion.set_gripper_command(state["gripper_command"])
-        # controllers keep the joint posture they were reset in (the nullspace target) and
-        # cache the arm's pose, Jacobian and mass matrix until told the state moved
-        saved = state.get("controllers") or {}
-        for name, controller in self._controllers().items():
-            for key, value in _references(controller).items():
-                if key in saved.get(name, {}):
-                    setattr(controller, key, np.asarray(saved[name][key], dtype=float).reshape(np.shape(value)))
-            controller.new_update = True
+        restore(self, state, name, SceneError)
         self._last = (None, None, "")
 
     def action_space(self) -> list[ActionSpec]:
@@ -223,8 +199,7 @@ class ManipulationEnv(SimQueries):
         self.motion.steps = 0
 
     def _controllers(self) -> dict[str, Any]:
-        return {f"{i}:{name}": c for i, robot in enumerate(self.env.robots)
-                for name, c in robot.composite_controller.part_controllers.items()}
+        return controllers(self.env)
 
     def _need(self) -> None:
         if self.env is None:
@@ -237,36 +212,7 @@ class ManipulationEnv(SimQueries):
 
     def _why_not(self, action: Action) -> str | None:
         """Why the action cannot run now, or None."""
-        spec = next((a for a in ACTIONS if a.name == action.name), None)
-        if spec is None:
-            return f"unknown action {action.name!r}; actions: {[a.name for a in ACTIONS]}"
-        if len(action.args) != len(spec.arg_kinds):
-            return f"{action.name} takes {len(spec.arg_kinds)} arguments ({', '.join(spec.arg_kinds)})"
-        if action.name == "MoveDelta":
-            try:
-                values = [float(v) for v in action.args]
-            except ValueError:
-                return "MoveDelta takes seven numbers"
-            return None if all(np.isfinite(v) and -1.0 <= v <= 1.0 for v in values) else "values must lie in [-1, 1]"
-        things = [self.thing(a) for a in action.args]
-        if any(t is None for t in things):
-            return f"no {action.args[things.index(None)]!r} here; things: {[t.name for t in self.things()]}"
-        holding = self.motion.holding()
-        if action.name == "Descend":
-            if things[0].kind != "object":
-                return f"the {things[0].name} is not an object to grasp"
-            if self.motion.closed():
-                return "the gripper is closed"
-            if not self.motion.above(things[0]):
-                return f"the gripper is not above the {things[0].name}"
-        if action.name == "Grasp" and self.motion.closed():
-            return "the gripper is closed"
-        if action.name == "PlaceAt":
-            if holding is None:
-                return "the gripper holds nothing"
-            if things[0] is holding:
-                return f"the gripper holds the {holding.name} itself"
-        return None
+        return arm_refusal(self, action, ACTIONS)
 
     def _run(self, action: Action) -> str | None:
         m = self.motion
@@ -277,12 +223,6 @@ class ManipulationEnv(SimQueries):
         return {"MoveAbove": lambda: m.move_above(target), "Descend": lambda: m.descend(target),
                 "Grasp": m.grasp, "Lift": m.lift, "PlaceAt": lambda: m.place_at(target),
                 "Release": m.release}[action.name]()
-
-
-def _references(controller: Any) -> dict[str, np.ndarray]:
-    """What a controller took from the state it was reset in (``initial_joint``,
-    ``initial_ref_pos``, ...): part of the state a restore must bring back."""
-    return {k: v for k, v in vars(controller).items() if k.startswith("initial_") and isinstance(v, np.ndarray)}
 
 
 def _where(p: np.ndarray) -> str:

@@ -23,6 +23,7 @@ import numpy as np
 
 from forge.contracts import CheckContext, Outcome
 from forge_skills.ie.checks import indexed, instruction_texts
+from forge_skills.ie.manipulation_checks import restorable_by, restore_check
 from forge_skills.ie.types import IETask
 
 REPEATS = 3
@@ -154,38 +155,15 @@ def controls_fail(task: IETask, ctx: CheckContext) -> Outcome:
     return Outcome(True, "")
 
 
-def state_restores(task: IETask, ctx: CheckContext) -> Outcome:
+def _half_episode(env: Any, task: IETask) -> None:
+    """An episode that moves the arm and, mostly, an object: the first half of the reference."""
     from forge_skills.ie.libero import execute
 
-    try:
-        env, state = _env(task, ctx)
-    except Exception as exc:  # a missing or damaged blob, a state of another model
-        return Outcome(False, f"restore failure: the initial state cannot be restored ({str(exc)[:160]})")
-    if env.get_state() != state:
-        return Outcome(False, "restore failure: the restored state differs from the stored one")
-    bodies = [t.body for t in env.things() if t.kind == "object"]
-    before = np.array([env.body_position(b) for b in bodies])
-    # an episode that moved the arm and, mostly, an object: the first half of the reference
     execute(env, task.reference_plan[: max(1, len(task.reference_plan) // 2)], task.verifier["goal"])
-    env.set_state(state)
-    after = np.array([env.body_position(b) for b in bodies])
-    if env.get_state() != state or float(np.abs(after - before).max()) > POSE_TOLERANCE:
-        return Outcome(False, "restore failure: after an episode the state does not come back")
-    return Outcome(True, "")
 
 
-def _leaves_restore_to_d2(fn: Any) -> Any:
-    """A B2/C2 check that cannot restore the state leaves it to D2 (one failure, one cause)."""
-    import functools
-
-    @functools.wraps(fn)
-    def run(task: IETask, ctx: CheckContext, **args: Any) -> Outcome:
-        try:
-            _env(task, ctx)
-        except Exception as exc:
-            return Outcome(True, f"not checked: the initial state does not restore ({str(exc)[:120]}); see D2")
-        return fn(task, ctx, **args)
-    return run
+state_restores = restore_check(_env, _half_episode)
+_leaves_restore_to_d2 = restorable_by(_env)
 
 
 LIBERO_CHECKS = {

@@ -152,35 +152,47 @@ def controls_fail(task: IETask, ctx: CheckContext) -> Outcome:
     return Outcome(not problems, "; ".join(problems))
 
 
-def state_restores(task: IETask, ctx: CheckContext) -> Outcome:
-    try:
-        env, state = _env(task, ctx)
-    except Exception as exc:  # a missing or damaged blob, a state of another model
-        return Outcome(False, f"restore failure: the initial state cannot be restored ({str(exc)[:160]})")
-    if env.get_state() != state:
-        return Outcome(False, "restore failure: the restored state differs from the stored one")
-    bodies = [t.body for t in env.things()]
-    before = np.array([env.body_position(b) for b in bodies])
-    execute(env, task.reference_plan, task.verifier["goal"])
-    env.set_state(state)
-    after = np.array([env.body_position(b) for b in bodies])
-    if env.get_state() != state or float(np.abs(after - before).max()) > POSE_TOLERANCE:
-        return Outcome(False, "restore failure: after an episode the state does not come back")
-    return Outcome(True, "")
+def restore_check(env_of: Any, episode: Any) -> Any:
+    """D2 for an arm world: ``env_of(task, ctx)`` restores the task's state into the world's
+    environment, ``episode(env, task)`` moves it (an episode); the state must come back exactly,
+    every thing within ``POSE_TOLERANCE`` of where it was."""
+
+    def state_restores(task: IETask, ctx: CheckContext) -> Outcome:
+        try:
+            env, state = env_of(task, ctx)
+        except Exception as exc:  # a missing or damaged blob, a state of another model
+            return Outcome(False, f"restore failure: the initial state cannot be restored ({str(exc)[:160]})")
+        if env.get_state() != state:
+            return Outcome(False, "restore failure: the restored state differs from the stored one")
+        bodies = list(dict.fromkeys(t.body for t in env.things()))
+        before = np.array([env.body_position(b) for b in bodies])
+        episode(env, task)
+        env.set_state(state)
+        after = np.array([env.body_position(b) for b in bodies])
+        if env.get_state() != state or float(np.abs(after - before).max()) > POSE_TOLERANCE:
+            return Outcome(False, "restore failure: after an episode the state does not come back")
+        return Outcome(True, "")
+    return state_restores
 
 
-def _leaves_restore_to_d2(fn):
+def restorable_by(env_of: Any) -> Any:
     """A B2/C2 check that cannot restore the state leaves it to D2 (one failure, one cause)."""
     import functools
 
-    @functools.wraps(fn)
-    def run(task: IETask, ctx: CheckContext, **args: Any) -> Outcome:
-        try:
-            _env(task, ctx)
-        except Exception as exc:
-            return Outcome(True, f"not checked: the initial state does not restore ({str(exc)[:120]}); see D2")
-        return fn(task, ctx, **args)
-    return run
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(task: IETask, ctx: CheckContext, **args: Any) -> Outcome:
+            try:
+                env_of(task, ctx)
+            except Exception as exc:
+                return Outcome(True, f"not checked: the initial state does not restore ({str(exc)[:120]}); see D2")
+            return fn(task, ctx, **args)
+        return run
+    return wrap
+
+
+state_restores = restore_check(_env, lambda env, task: execute(env, task.reference_plan, task.verifier["goal"]))
+_leaves_restore_to_d2 = restorable_by(_env)
 
 
 ROBOSUITE_CHECKS = {
