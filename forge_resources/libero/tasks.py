@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from forge_resources.household.protocol import Action, ActionSpec, Observation, StepResult
+from forge_resources.household.protocol import Action, ActionSpec, Observation
 from forge_resources.libero import goals
 from forge_resources.libero.motion import LiberoMotion, LiberoThing
 from forge_resources.libero.naming import things_of
-from forge_resources.robosuite.arm_state import arm_refusal, capture, restore
+from forge_resources.robosuite.arm_state import ArmSteps, arm_refusal, capture, restore
 from forge_resources.robosuite.manipulation import ACTIONS as ARM_ACTIONS
 from forge_resources.robosuite.queries import QueryError, SimQueries
 
@@ -44,7 +44,7 @@ class LiberoTaskError(QueryError):
     """A LIBERO scene or state that cannot be set up (the message names the task)."""
 
 
-class LiberoTaskEnv(SimQueries):
+class LiberoTaskEnv(ArmSteps, SimQueries):
     """One LIBERO task at a time, on the process's shared LIBERO environments."""
 
     def __init__(self, scenes: Any = None, *, image: bool = False) -> None:
@@ -109,16 +109,6 @@ class LiberoTaskEnv(SimQueries):
             out += [Action(name, (t.name,)) for t in self._things if t.kind in kinds
                     and self._why_not(Action(name, (t.name,))) is None]
         return out
-
-    def step(self, action: Action) -> StepResult:
-        self._need()
-        why = self._why_not(action)
-        if why is None:
-            why = self._run(action)
-        valid = why is None
-        message = "done" if valid else why
-        self._last = (str(action), valid, message)
-        return StepResult(self.observation(), valid, message)
 
     def success(self) -> bool:
         """LIBERO's own check of the task's goal on the current state."""

@@ -15,7 +15,24 @@ from typing import Any, Callable
 
 import numpy as np
 
-from forge_resources.household.protocol import Action, ActionSpec
+from forge_resources.household.protocol import Action, ActionSpec, StepResult
+
+
+class ArmSteps:
+    """The step of the IE protocol for an arm environment: its own ``_why_not`` refuses an action or
+    ``_run`` runs it (a refusal or failure is an invalid step, with the reason as its message)."""
+
+    _last: tuple[str | None, bool | None, str]
+
+    def step(self, action: Action) -> StepResult:
+        self._need()
+        why = self._why_not(action)
+        if why is None:
+            why = self._run(action)
+        valid = why is None
+        message = "done" if valid else why
+        self._last = (str(action), valid, message)
+        return StepResult(self.observation(), valid, message)
 
 
 def controllers(env: Any) -> dict[str, Any]:

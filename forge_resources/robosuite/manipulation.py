@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from forge_resources.household.protocol import Action, ActionSpec, Observation, StepResult
-from forge_resources.robosuite.arm_state import arm_refusal, capture, controllers, restore
+from forge_resources.household.protocol import Action, ActionSpec, Observation
+from forge_resources.robosuite.arm_state import ArmSteps, arm_refusal, capture, controllers, restore
 from forge_resources.robosuite.motion import Motion
 from forge_resources.robosuite.naming import AGENT_CAMERA
 from forge_resources.robosuite.things import THINGS, Thing
@@ -50,7 +50,7 @@ ACTIONS = (
 HIGH_LEVEL = tuple(a.name for a in ACTIONS if a.name != "MoveDelta")
 
 
-class ManipulationEnv(SimQueries):
+class ManipulationEnv(ArmSteps, SimQueries):
     """One robosuite environment at a time (made once per process per name, reused)."""
 
     def __init__(self, scenes: RobosuiteScenes | None = None, *, image: bool = False) -> None:
@@ -121,16 +121,6 @@ class ManipulationEnv(SimQueries):
         if self.motion.holding() is not None:
             out += [Action("PlaceAt", (t.name,)) for t in self.things() if t.name != self.motion.holding().name]
         return out
-
-    def step(self, action: Action) -> StepResult:
-        self._need()
-        why = self._why_not(action)
-        if why is None:
-            why = self._run(action)
-        valid = why is None
-        message = "done" if valid else why
-        self._last = (str(action), valid, message)
-        return StepResult(self.observation(), valid, message)
 
     def objects(self) -> list[dict[str, Any]]:
         """The terminal-state view: every thing's pose, whether it is held and what it touches."""
